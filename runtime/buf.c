@@ -1,0 +1,98 @@
+#include "buf.h"
+
+#include "status.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kevo_buf_init(kevo_buf *b, size_t cap) {
+  b->data = NULL;
+  b->len = b->alloc = 0;
+  b->cap = cap ? cap : KEVO_BUF_DEFAULT_CAP;
+}
+
+static int buf_reserve(kevo_buf *b, size_t extra) {
+  if (!b->cap) b->cap = KEVO_BUF_DEFAULT_CAP;
+  if (extra > b->cap || b->len > b->cap - extra) return KEVO_E_NOMEM;
+  size_t need = b->len + extra + 1;
+  if (need <= b->alloc) return KEVO_OK;
+  size_t n = b->alloc ? b->alloc : 256;
+  while (n < need)
+    n *= 2;
+  if (n > b->cap + 1) n = b->cap + 1;
+  char *p = realloc(b->data, n);
+  if (!p) return KEVO_E_NOMEM;
+  b->data = p;
+  b->alloc = n;
+  return KEVO_OK;
+}
+
+int kevo_buf_append(kevo_buf *b, const void *p, size_t n) {
+  int rc = buf_reserve(b, n);
+  if (rc) return rc;
+  if (n) memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+  return KEVO_OK;
+}
+
+int kevo_buf_puts(kevo_buf *b, const char *s) {
+  return kevo_buf_append(b, s, strlen(s));
+}
+
+int kevo_buf_printf(kevo_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return KEVO_E_INTERNAL;
+  int rc = buf_reserve(b, (size_t)n);
+  if (rc) return rc;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return KEVO_OK;
+}
+
+void kevo_buf_reset(kevo_buf *b) {
+  b->len = 0;
+  if (b->data) b->data[0] = '\0';
+}
+
+char *kevo_buf_steal(kevo_buf *b, size_t *len) {
+  char *p = b->data;
+  if (len) *len = b->len;
+  if (!p) p = calloc(1, 1);
+  b->data = NULL;
+  b->len = b->alloc = 0;
+  return p;
+}
+
+void kevo_buf_free(kevo_buf *b) {
+  free(b->data);
+  b->data = NULL;
+  b->len = b->alloc = 0;
+}
+
+int kevo_read_file(const char *path, kevo_buf *b, kevo_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  char chunk[65536];
+  size_t n;
+  int rc = KEVO_OK;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    rc = kevo_buf_append(b, chunk, n);
+    if (rc) {
+      rc = kevo_fail(err, rc, "%s: larger than %zu bytes", path, b->cap);
+      break;
+    }
+  }
+  if (!rc && ferror(f)) rc = kevo_fail(err, KEVO_E_IO, "%s: read error", path);
+  fclose(f);
+  if (!rc && !b->data) rc = kevo_buf_append(b, "", 0);
+  return rc;
+}

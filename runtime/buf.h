@@ -1,0 +1,31 @@
+/* buf.h: a growable byte buffer with a hard cap. Going past the cap is an error
+ * (KEVO_E_NOMEM), never a crash or a silent truncation. Always NUL-terminated. */
+#ifndef KEVO_BUF_H
+#define KEVO_BUF_H
+
+#include <stddef.h>
+
+typedef struct kevo_buf {
+  char *data;
+  size_t len;
+  size_t alloc;
+  size_t cap; /* most bytes it may ever hold; 0 means KEVO_BUF_DEFAULT_CAP */
+} kevo_buf;
+
+#define KEVO_BUF_DEFAULT_CAP ((size_t)64 << 20)
+
+void kevo_buf_init(kevo_buf *b, size_t cap);
+/* Append n bytes; KEVO_E_NOMEM past the cap or on allocation failure (buffer unchanged). */
+int kevo_buf_append(kevo_buf *b, const void *p, size_t n);
+int kevo_buf_puts(kevo_buf *b, const char *s);
+int kevo_buf_printf(kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void kevo_buf_reset(kevo_buf *b);
+/* Hands the data to the caller (who frees it) and leaves the buffer empty. */
+char *kevo_buf_steal(kevo_buf *b, size_t *len);
+void kevo_buf_free(kevo_buf *b);
+
+/* Reads a whole file into b (capped). KEVO_E_IO with the reason in err on failure. */
+struct kevo_error;
+int kevo_read_file(const char *path, kevo_buf *b, struct kevo_error *err);
+
+#endif

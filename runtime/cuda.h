@@ -1,0 +1,69 @@
+/* cuda.h: compiling CUDA C candidates in process with NVRTC. Knows nothing of Lua.
+ * Works without a GPU: the target architecture is given ("sm_90"). */
+#ifndef KEVO_CUDA_H
+#define KEVO_CUDA_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct kevo_define {
+  const char *name;
+  const char *value; /* NULL for a bare -DNAME */
+} kevo_define;
+
+typedef struct cuda_compile_opts {
+  const char *source;
+  size_t len;
+  const char *name; /* file name for diagnostics ("softmax.cu") */
+  const char *arch; /* "sm_90"; NULL means the default (KEVO_ARCH env or sm_90) */
+  const kevo_define *defines;
+  size_t ndefines;
+  int lineinfo;     /* add -lineinfo */
+  double timeout_s; /* 0: default */
+} cuda_compile_opts;
+
+typedef struct cuda_diag {
+  int line, col;     /* in the candidate's own source, 1-based; 0 when unknown */
+  char severity[16]; /* "error" | "warning" | "note" */
+  char *message;
+} cuda_diag;
+
+typedef struct cuda_kernel_info {
+  char *name;                    /* entry name in the cubin (extern "C" name) */
+  int registers;                 /* per thread; -1 when unknown */
+  int shared_static;             /* bytes */
+  int local_bytes;               /* stack frame */
+  int spill_stores, spill_loads; /* bytes */
+} cuda_kernel_info;
+
+typedef struct cuda_module {
+  int ok;               /* compiled */
+  char hash[65];        /* content hash of (source, defines, arch, options, NVRTC version) */
+  unsigned char *cubin; /* NULL unless ok */
+  size_t cubin_size;
+  char *log; /* the compiler's log, capped */
+  size_t ndiags;
+  cuda_diag *diags;
+  size_t nkernels;
+  cuda_kernel_info *kernels;
+  double compile_ms; /* wall time of this call (near 0 on a cache hit) */
+  int cached;        /* 1 memory cache, 2 disk cache */
+  char arch[16];
+} cuda_module;
+
+/* Compiles one source. Returns KEVO_OK with (*out)->ok set, or KEVO_E_COMPILE with *out
+ * still filled (log, diags) so the caller can show them; other statuses mean no module. */
+int cuda_compile(const cuda_compile_opts *opts, cuda_module **out, kevo_error *err);
+
+/* Compiles n sources in a capped thread pool; out[i] and rcs[i] as cuda_compile gives them. */
+void cuda_compile_many(const cuda_compile_opts *opts, size_t n, cuda_module **out, int *rcs,
+                       kevo_error *errs);
+
+void cuda_module_free(cuda_module *m);
+
+/* NVRTC's version, and the default architecture. */
+void cuda_nvrtc_version(int *major, int *minor);
+const char *cuda_default_arch(void);
+
+#endif

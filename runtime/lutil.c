@@ -1,0 +1,103 @@
+#include "lutil.h"
+
+#include <string.h>
+
+int kevo_l_fail(lua_State *L, int status, const char *msg) {
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: %s", kevo_code(status), msg && *msg ? msg : kevo_strerror(status));
+  lua_pushstring(L, kevo_code(status));
+  return 3;
+}
+
+int kevo_l_fail_err(lua_State *L, const kevo_error *err) {
+  return kevo_l_fail(L, err->status ? err->status : KEVO_E_INTERNAL, err->msg);
+}
+
+void kevo_l_checkopts(lua_State *L, int idx, const char *fname, const char *const allowed[]) {
+  if (lua_isnoneornil(L, idx)) return;
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1); /* stack: key */
+    int ok = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (const char *const *a = allowed; *a && !ok; a++)
+        ok = strcmp(*a, k) == 0;
+    }
+    if (!ok) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (const char *const *a = allowed; *a; a++) {
+        if (a != allowed) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, *a);
+      }
+      luaL_pushresult(&b);
+      luaL_error(L, "%s: unknown option '%s' (allowed: %s)", fname, luaL_tolstring(L, -2, NULL),
+                 lua_tostring(L, -2));
+    }
+  }
+}
+
+static int getopt_field(lua_State *L, int idx, const char *key) {
+  if (lua_isnoneornil(L, idx)) return LUA_TNIL;
+  int t = lua_getfield(L, idx, key);
+  if (t == LUA_TNIL) lua_pop(L, 1);
+  return t;
+}
+
+lua_Integer kevo_l_optint(lua_State *L, int idx, const char *key, lua_Integer def) {
+  if (getopt_field(L, idx, key) == LUA_TNIL) return def;
+  int isint;
+  lua_Integer v = lua_tointegerx(L, -1, &isint);
+  if (!isint) luaL_error(L, "option '%s' must be an integer, got %s", key, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+lua_Number kevo_l_optnum(lua_State *L, int idx, const char *key, lua_Number def) {
+  if (getopt_field(L, idx, key) == LUA_TNIL) return def;
+  int isnum;
+  lua_Number v = lua_tonumberx(L, -1, &isnum);
+  if (!isnum) luaL_error(L, "option '%s' must be a number, got %s", key, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+const char *kevo_l_optstr(lua_State *L, int idx, const char *key, const char *def) {
+  if (getopt_field(L, idx, key) == LUA_TNIL) return def;
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_error(L, "option '%s' must be a string, got %s", key, luaL_typename(L, -1));
+  const char *s = lua_tostring(L, -1);
+  lua_pop(L, 1); /* the string stays reachable from the option table */
+  return s;
+}
+
+int kevo_l_optbool(lua_State *L, int idx, const char *key, int def) {
+  if (getopt_field(L, idx, key) == LUA_TNIL) return def;
+  if (lua_type(L, -1) != LUA_TBOOLEAN)
+    luaL_error(L, "option '%s' must be a boolean, got %s", key, luaL_typename(L, -1));
+  int v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, lua_CFunction gc,
+                     lua_CFunction tostring) {
+  luaL_newmetatable(L, tname);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  if (gc) {
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__close");
+  }
+  if (tostring) {
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, -2, "__tostring");
+  }
+  lua_pop(L, 1);
+}

@@ -1,0 +1,29 @@
+/* lutil.h: small helpers shared by the binding files (l_*.c). */
+#ifndef KEVO_LUTIL_H
+#define KEVO_LUTIL_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "status.h"
+
+/* The expected-failure return: pushes nil, "E_CODE: message", "E_CODE"; returns 3. */
+int kevo_l_fail(lua_State *L, int status, const char *msg);
+int kevo_l_fail_err(lua_State *L, const kevo_error *err);
+
+/* Misuse raises: checks that the table at idx has only keys in `allowed` (NULL-terminated);
+ * an unknown key raises "<fname>: unknown option 'x' (allowed: a, b, c)". idx may be absent
+ * or nil (no options). */
+void kevo_l_checkopts(lua_State *L, int idx, const char *fname, const char *const allowed[]);
+
+/* Typed option readers for an option table at idx (which must already be checked). */
+lua_Integer kevo_l_optint(lua_State *L, int idx, const char *key, lua_Integer def);
+lua_Number kevo_l_optnum(lua_State *L, int idx, const char *key, lua_Number def);
+const char *kevo_l_optstr(lua_State *L, int idx, const char *key, const char *def);
+int kevo_l_optbool(lua_State *L, int idx, const char *key, int def);
+
+/* Registers metatable `tname` with methods (as __index), __gc/__close = gc, __tostring. */
+void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, lua_CFunction gc,
+                     lua_CFunction tostring);
+
+#endif

@@ -1,0 +1,142 @@
+#include "proto.h"
+
+#include <cjson/cJSON.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int write_all(int fd, const void *p, size_t n, kevo_error *err) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return kevo_fail(err, KEVO_E_IO, "writing a frame: %s", strerror(errno));
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+  return KEVO_OK;
+}
+
+int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs,
+                     kevo_error *err) {
+  if (nblobs > KEVO_PROTO_MAX_BLOBS)
+    return kevo_fail(err, KEVO_E_ARG, "a frame carries at most %d blobs", KEVO_PROTO_MAX_BLOBS);
+  cJSON_DeleteItemFromObject(header, "blobs");
+  cJSON *sizes = cJSON_AddArrayToObject(header, "blobs");
+  for (size_t i = 0; i < nblobs; i++)
+    cJSON_AddItemToArray(sizes, cJSON_CreateNumber((double)blobs[i].size));
+  char *text = cJSON_PrintUnformatted(header);
+  if (!text) return kevo_fail(err, KEVO_E_NOMEM, "cannot encode a frame header");
+  size_t len = strlen(text);
+  int rc = KEVO_OK;
+  if (len > KEVO_PROTO_MAX_HEADER) {
+    rc = kevo_fail(err, KEVO_E_NOMEM, "frame header of %zu bytes is over the cap", len);
+    goto out;
+  }
+  unsigned char pre[4] = {(unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16),
+                          (unsigned char)(len >> 24)};
+  rc = write_all(fd, pre, 4, err);
+  if (!rc) rc = write_all(fd, text, len, err);
+  for (size_t i = 0; !rc && i < nblobs; i++)
+    rc = write_all(fd, blobs[i].data, blobs[i].size, err);
+out:
+  free(text);
+  return rc;
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads exactly n bytes by `deadline` (ms on the monotonic clock; < 0 means none). */
+static int read_all(int fd, void *p, size_t n, long long deadline, kevo_error *err) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline >= 0) {
+      long long left = deadline - now_ms();
+      if (left <= 0) return kevo_fail(err, KEVO_E_TIMEOUT, "no complete reply in time");
+      struct pollfd pfd = {.fd = fd, .events = POLLIN};
+      int pr = poll(&pfd, 1, left > 1000000 ? 1000000 : (int)left);
+      if (pr < 0 && errno != EINTR) return kevo_fail(err, KEVO_E_IO, "poll: %s", strerror(errno));
+      if (pr <= 0) continue;
+    }
+    ssize_t r = read(fd, c, n);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return kevo_fail(err, KEVO_E_IO, "reading a frame: %s", strerror(errno));
+    }
+    if (r == 0) return kevo_fail(err, KEVO_E_IO, "the peer closed the pipe");
+    c += r;
+    n -= (size_t)r;
+  }
+  return KEVO_OK;
+}
+
+void kevo_frame_free(kevo_frame *f) {
+  if (!f) return;
+  cJSON_Delete(f->header);
+  f->header = NULL;
+  for (size_t i = 0; i < f->nblobs; i++)
+    free(f->blobs[i].data);
+  f->nblobs = 0;
+}
+
+int kevo_frame_read(int fd, kevo_frame *out, int timeout_ms, kevo_error *err) {
+  memset(out, 0, sizeof *out);
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  unsigned char pre[4];
+  int rc = read_all(fd, pre, 4, deadline, err);
+  if (rc) return rc;
+  uint32_t len = pre[0] | (uint32_t)pre[1] << 8 | (uint32_t)pre[2] << 16 | (uint32_t)pre[3] << 24;
+  if (len == 0 || len > KEVO_PROTO_MAX_HEADER)
+    return kevo_fail(err, KEVO_E_PARSE, "frame header length %u is out of range", len);
+  char *text = malloc(len + 1);
+  if (!text) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a %u-byte frame", len);
+  rc = read_all(fd, text, len, deadline, err);
+  if (rc) goto fail;
+  text[len] = '\0';
+  out->header = cJSON_ParseWithLength(text, len);
+  if (!cJSON_IsObject(out->header)) {
+    rc = kevo_fail(err, KEVO_E_PARSE, "frame header is not a JSON object");
+    goto fail;
+  }
+  cJSON *sizes = cJSON_GetObjectItemCaseSensitive(out->header, "blobs");
+  int n = cJSON_IsArray(sizes) ? cJSON_GetArraySize(sizes) : 0;
+  if (n > KEVO_PROTO_MAX_BLOBS) {
+    rc = kevo_fail(err, KEVO_E_PARSE, "frame announces %d blobs", n);
+    goto fail;
+  }
+  for (int i = 0; i < n; i++) {
+    cJSON *s = cJSON_GetArrayItem(sizes, i);
+    if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble > (double)KEVO_PROTO_MAX_BLOB) {
+      rc = kevo_fail(err, KEVO_E_PARSE, "frame blob %d has a bad size", i);
+      goto fail;
+    }
+    size_t sz = (size_t)s->valuedouble;
+    void *p = malloc(sz ? sz : 1);
+    if (!p) {
+      rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a %zu-byte blob", sz);
+      goto fail;
+    }
+    out->blobs[out->nblobs].data = p;
+    out->blobs[out->nblobs].size = sz;
+    out->nblobs++;
+    rc = read_all(fd, p, sz, deadline, err);
+    if (rc) goto fail;
+  }
+  free(text);
+  return KEVO_OK;
+fail:
+  free(text);
+  kevo_frame_free(out);
+  return rc;
+}

@@ -1,0 +1,42 @@
+/* proto.h: the driver <-> evaluator worker wire format.
+ *
+ * A frame is: u32 little-endian length of a JSON header, the header (UTF-8 JSON object), then
+ * the blobs it announces in "blobs": [len, ...], back to back. Plain data only: nothing in a
+ * frame is executed on decode. The same frames can later travel over a queue between hosts. */
+#ifndef KEVO_PROTO_H
+#define KEVO_PROTO_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+typedef struct cJSON cJSON;
+
+enum {
+  KEVO_PROTO_MAX_HEADER = 16 << 20, /* bytes of JSON in one frame */
+  KEVO_PROTO_MAX_BLOBS = 64,        /* blobs in one frame */
+};
+#define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
+
+typedef struct kevo_blob {
+  void *data;
+  size_t size;
+} kevo_blob;
+
+typedef struct kevo_frame {
+  cJSON *header; /* owned */
+  size_t nblobs;
+  kevo_blob blobs[KEVO_PROTO_MAX_BLOBS]; /* owned */
+} kevo_frame;
+
+/* Writes header (its "blobs" member is set here from the blob sizes) and the blobs to fd.
+ * Retries on EINTR and short writes. KEVO_E_IO if the peer is gone (EPIPE). */
+int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs, kevo_error *err);
+
+/* Reads one frame from fd. timeout_ms < 0 waits forever; otherwise KEVO_E_TIMEOUT once that
+ * many milliseconds pass with the frame incomplete. KEVO_E_IO on EOF (peer died),
+ * KEVO_E_PARSE on a malformed frame. The caller frees with kevo_frame_free. */
+int kevo_frame_read(int fd, kevo_frame *out, int timeout_ms, kevo_error *err);
+void kevo_frame_free(kevo_frame *f);
+
+#endif

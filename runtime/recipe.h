@@ -1,0 +1,128 @@
+/* recipe.h: operator recipes (YAML, see docs/recipes.md), loaded into plain C data.
+ * Loading checks everything it can: unknown keys, types, dtypes, that every expression
+ * parses and evaluates on every shape, that files exist. Every error names
+ * file:line:column and the key path ("recipe.yaml:12:5: inputs.x.dtype: unknown dtype 'f33'"). */
+#ifndef KEVO_RECIPE_H
+#define KEVO_RECIPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef enum kevo_dtype {
+  KEVO_DT_F32,
+  KEVO_DT_F16,
+  KEVO_DT_BF16,
+  KEVO_DT_F64,
+  KEVO_DT_I32,
+  KEVO_DT_I64,
+  KEVO_DT_U8,
+  KEVO_DT_COUNT
+} kevo_dtype;
+
+const char *kevo_dtype_name(kevo_dtype dt);              /* "f32" */
+size_t kevo_dtype_size(kevo_dtype dt);                   /* bytes per element */
+int kevo_dtype_parse(const char *name, kevo_dtype *out); /* KEVO_OK or KEVO_E_PARSE */
+
+/* One named integer parameter (M = 16384). */
+typedef struct kevo_param {
+  char *name;
+  int64_t value;
+} kevo_param;
+
+/* A full assignment of the recipe's params: the benchmark shape or an extra shape
+ * (an extra shape's missing keys take the benchmark value). */
+typedef struct kevo_shape {
+  char *label; /* "M=127,N=1000" */
+  size_t nparams;
+  kevo_param *params; /* same order as recipe->params */
+} kevo_shape;
+
+typedef enum kevo_role { KEVO_ROLE_INPUT, KEVO_ROLE_OUTPUT } kevo_role;
+
+/* How an input is filled for a trial: values drawn from a seeded generator. */
+typedef enum kevo_init_kind {
+  KEVO_INIT_NORMAL,  /* mean a, standard deviation b (default 0, 1) */
+  KEVO_INIT_UNIFORM, /* [a, b) (default -1, 1) */
+  KEVO_INIT_RANDINT, /* integers in [a, b): a, b are expressions over params */
+} kevo_init_kind;
+
+typedef struct kevo_init {
+  kevo_init_kind kind;
+  char *a, *b; /* expressions as written, or NULL for the default */
+} kevo_init;
+
+typedef struct kevo_tensor {
+  char *name;
+  kevo_role role;
+  kevo_dtype dtype;
+  size_t rank;
+  char **dims;    /* one expression per dimension, over params */
+  kevo_init init; /* inputs only */
+  int line, col;  /* where it is declared, for later errors */
+} kevo_tensor;
+
+typedef struct kevo_tolerance {
+  kevo_dtype dtype;
+  double atol, rtol;
+} kevo_tolerance;
+
+/* One knob of a seed's search space: its name and its values as written ("256", "true"). */
+typedef struct kevo_knob {
+  char *name;
+  size_t nvalues;
+  char **values;
+} kevo_knob;
+
+/* A kernel source: the reference or a seed. */
+typedef struct kevo_source {
+  char *lang;   /* "cuda" | "triton" */
+  char *file;   /* path as resolved (relative to the recipe's directory) */
+  char *kernel; /* entry kernel name, when the launch chunk does not say (optional) */
+  char *launch; /* the launch chunk (Lua), or NULL: then it is in the source's kevo:launch block */
+  int launch_line; /* line in the recipe where the launch chunk starts (for Lua errors) */
+  size_t nknobs;
+  kevo_knob *knobs; /* the seed's space: defines for CUDA, constexprs/num_warps for Triton */
+} kevo_source;
+
+typedef struct kevo_recipe {
+  char *path;  /* the YAML file as given */
+  char *dir;   /* its directory: sources resolve against it */
+  int version; /* the `kevo:` key; 1 */
+  char *name;
+  char *summary;
+  size_t nparams;
+  kevo_param *params; /* the benchmark shape's values, in file order */
+  size_t nshapes;
+  kevo_shape *shapes; /* shapes[0] is the benchmark shape; then the extra shapes */
+  size_t ntensors;
+  kevo_tensor *tensors; /* inputs first (file order), then outputs */
+  size_t ntolerances;
+  kevo_tolerance *tolerances;
+  char *cost_bytes; /* expressions over params, or NULL */
+  char *cost_flops;
+  kevo_source reference;
+  size_t nseeds;
+  kevo_source *seeds;
+  char *prompt; /* hints for the model, or NULL */
+} kevo_recipe;
+
+/* Loads and checks a recipe. On failure *out is NULL and err names file:line:column and key:
+ * KEVO_E_IO (cannot read), KEVO_E_PARSE (YAML syntax), KEVO_E_RECIPE (schema or meaning). */
+int kevo_recipe_load(const char *path, kevo_recipe **out, kevo_error *err);
+void kevo_recipe_free(kevo_recipe *r);
+
+/* The tolerance for a dtype (defaults when the recipe gives none: f32 1e-5/1e-5,
+ * f16 1e-3/1e-3, bf16 1e-2/1e-2, f64 1e-12/1e-12, integers exact). */
+kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
+
+/* Evaluates an expression over a shape's params: integers, + - * / % (C semantics on
+ * integers, / is exact on floats), ** , parentheses, unary minus, min(a,b), max(a,b),
+ * cdiv(a,b). Nothing else: no names but params. KEVO_E_PARSE names the column. */
+int kevo_expr_eval(const char *expr, const kevo_shape *shape, double *out, kevo_error *err);
+
+/* Element count of tensor t at a shape (product of its dims). */
+int kevo_tensor_numel(const kevo_tensor *t, const kevo_shape *shape, int64_t *out, kevo_error *err);
+
+#endif
