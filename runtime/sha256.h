@@ -1,0 +1,23 @@
+/* sha256.h: SHA-256 (FIPS 180-4), for content hashes (compile cache keys, sources, requests). */
+#ifndef KEVO_SHA256_H
+#define KEVO_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kevo_sha256 {
+  uint32_t h[8];
+  uint64_t total;
+  unsigned char block[64];
+  size_t fill;
+} kevo_sha256;
+
+void kevo_sha256_init(kevo_sha256 *s);
+void kevo_sha256_update(kevo_sha256 *s, const void *data, size_t len);
+void kevo_sha256_final(kevo_sha256 *s, unsigned char digest[32]);
+/* One-shot: the lowercase hex digest of data into hex (65 bytes with the NUL). */
+void kevo_sha256_hex(const void *data, size_t len, char hex[65]);
+/* Finishes s and writes its hex digest. */
+void kevo_sha256_final_hex(kevo_sha256 *s, char hex[65]);
+
+#endif
