@@ -1,0 +1,120 @@
+-- kevo.doctor: the checks behind `kevo doctor`. Each check returns a row:
+-- {item=, ok=true|false|nil (nil: optional and absent), detail=, fix=}.
+local json = require "kevo.json"
+local kevo = require "kevo"
+
+local M = {}
+
+local function try_require(name)
+  local ok, mod = pcall(require, name)
+  if ok then return mod end
+  return nil, (tostring(mod):match("[^\n]*"))
+end
+
+local function check_nvrtc()
+  local cuda, why = try_require "kevo.cuda"
+  if not cuda then
+    return {item = "NVRTC", ok = false, detail = "kevo.cuda is not built: " .. why,
+            fix = "rebuild kevo with the CUDA toolkit installed (NVRTC and headers)"}
+  end
+  local major, minor = cuda.version()
+  local src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1.0f; }'
+  local mod, msg = cuda.compile(src, {name = "doctor.cu"})
+  if not mod then
+    return {item = "NVRTC", ok = false, detail = ("NVRTC %d.%d cannot compile: %s"):format(major, minor, msg),
+            fix = "check the CUDA toolkit install (headers under include/, libnvrtc-builtins)"}
+  end
+  return {item = "NVRTC", ok = true,
+          detail = ("NVRTC %d.%d, default target %s"):format(major, minor, cuda.default_arch())}
+end
+
+local function check_gpu()
+  local evaluator, why = try_require "kevo.evaluator"
+  if not evaluator then
+    return {item = "GPU", ok = false, detail = "kevo.evaluator is not built: " .. why,
+            fix = "rebuild kevo"}
+  end
+  local ok, dev, msg = pcall(evaluator.probe)
+  if not ok then
+    return {item = "GPU", ok = false, detail = tostring(dev), fix = "see the worker's message above"}
+  end
+  if not dev then
+    return {item = "GPU", ok = false, detail = msg,
+            fix = "install the NVIDIA driver (libcuda.so.1) on a machine with a GPU; without one, "
+                  .. "kevo compiles and checks candidates but cannot verify or time them"}
+  end
+  return {item = "GPU", ok = true,
+          detail = ("%s (sm_%d%d, %d SMs, %.0f GB), copy bandwidth %.0f GB/s"):format(
+            dev.name, dev.cc[1], dev.cc[2], dev.sms, (dev.mem_bytes or 0) / 1e9, dev.copy_gbps or 0)}
+end
+
+local function check_archive()
+  local archive, why = try_require "kevo.archive"
+  if not archive then
+    return {item = "archive", ok = false, detail = "kevo.archive is not built: " .. why, fix = "rebuild kevo"}
+  end
+  local path = os.getenv("KEVO_DB") or "kevo.db"
+  local f = io.open(path, "rb")
+  if not f then
+    return {item = "archive", ok = true, detail = path .. " (not created yet; kevo run creates it)"}
+  end
+  f:close()
+  local db, msg = archive.open(path)
+  if not db then return {item = "archive", ok = false, detail = msg, fix = "move the file aside; kevo makes a new one"} end
+  local runs = db:runs()
+  db:close()
+  return {item = "archive", ok = true, detail = ("%s, %d runs"):format(path, #runs)}
+end
+
+local function check_triton()
+  local triton, why = try_require "kevo.triton"
+  if not triton then
+    return {item = "Triton", ok = false, detail = "kevo.triton is not built: " .. why, fix = "rebuild kevo"}
+  end
+  local ok, version = triton.available()
+  if not ok then
+    return {item = "Triton", ok = nil, detail = version,
+            fix = "run scripts/setup.sh (installs Triton in .venv) or set KEVO_PYTHON to a python3 with triton"}
+  end
+  return {item = "Triton", ok = true, detail = version}
+end
+
+local function check_llm(probe)
+  local llm, why = try_require "kevo.llm"
+  if not llm then
+    return {item = "LLM", ok = false, detail = "kevo.llm is not built: " .. why, fix = "rebuild kevo"}
+  end
+  local d = llm.doctor{probe = probe}
+  if not d.configured then
+    return {item = "LLM", ok = nil, detail = d.detail or "no LLM configured",
+            fix = d.fix or "set KEVO_LLM=provider:model and the key variable; without an LLM kevo tunes templates"}
+  end
+  return {item = "LLM", ok = d.ok, detail = d.detail, fix = d.fix}
+end
+
+-- main{json=, probe_llm=} prints the report; returns the exit code.
+function M.main(opts)
+  local rows = {
+    {item = "kevo", ok = true, detail = ("%s (%s)"):format(kevo.version, kevo.commit)},
+    check_nvrtc(),
+    check_gpu(),
+    check_archive(),
+    check_triton(),
+    check_llm(opts.probe_llm),
+  }
+  local can_search = rows[2].ok and rows[3].ok
+  if opts.json then
+    print(json.encode({checks = rows, can_search = can_search and true or false}, {pretty = true}))
+  else
+    for _, r in ipairs(rows) do
+      local mark = r.ok == true and "ok  " or (r.ok == nil and "--  " or "MISS")
+      print(("%s %-8s %s"):format(mark, r.item, r.detail or ""))
+      if r.ok ~= true and r.fix then print(("              fix: %s"):format(r.fix)) end
+    end
+    print(can_search and "kevo can search for kernels here."
+      or "kevo cannot verify or time kernels here (see above); it can still compile and check them.")
+  end
+  return can_search and 0 or 1
+end
+
+return M
