@@ -56,9 +56,10 @@ static int worker_main(int argc, char **argv) {
       return KEVO_EXIT_USAGE;
     }
   }
+  pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) return KEVO_EXIT_FAILED; /* the parent died before prctl took effect */
-  signal(SIGPIPE, SIG_IGN);                    /* a gone driver is an EPIPE, handled */
+  if (getppid() != parent) return KEVO_EXIT_FAILED; /* the parent died before prctl */
+  signal(SIGPIPE, SIG_IGN);                         /* a gone driver is an EPIPE, handled */
   int out = dup(STDOUT_FILENO);
   if (out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
     fprintf(stderr, "kevo worker: cannot set up stdout: %s\n", strerror(errno));
