@@ -114,6 +114,7 @@ static const char *const statement_sql[ST_COUNT] = {
 struct kevo_archive {
   sqlite3 *db;
   int readonly, busy_ms, schema_found;
+  int last_rc; /* the SQLite code of the last failure */
   sqlite3_stmt *st[ST_COUNT];
   char path[4096];
 };
@@ -155,6 +156,7 @@ static const char *db_hint(int rc) {
  * everything else is KEVO_E_DB with the file's name and what to do. */
 static int db_fail(kevo_archive *a, kevo_error *err, int rc, const char *doing) {
   const char *msg = a->db ? sqlite3_errmsg(a->db) : sqlite3_errstr(rc);
+  a->last_rc = rc;
   if ((rc & 0xff) == SQLITE_CONSTRAINT)
     return kevo_fail(err, KEVO_E_ARG, "archive %s: %s: %s", a->path, doing, msg);
   return kevo_fail(err, KEVO_E_DB, "archive %s: %s: %s; %s", a->path, doing, msg, db_hint(rc));
@@ -383,6 +385,18 @@ static int quick_check(kevo_archive *a, kevo_error *err) {
 
 /* --- open and close ------------------------------------------------------------------------- */
 
+/* "file:PATH?immutable=1" with PATH percent-encoded where a URI needs it. */
+static void immutable_uri(const char *path, char *out, size_t n) {
+  size_t k = (size_t)snprintf(out, n, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p && k + 4 < n; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f)
+      k += (size_t)snprintf(out + k, n - k, "%%%02X", *p);
+    else
+      out[k++] = (char)*p;
+  }
+  snprintf(out + k, n - k, "?immutable=1");
+}
+
 const char *kevo_archive_default_path(void) {
   const char *p = getenv("KEVO_DB");
   return p && *p ? p : KEVO_ARCHIVE_DEFAULT;
@@ -404,9 +418,16 @@ static int set_wal(kevo_archive *a, kevo_error *err) {
   return status;
 }
 
-static int open_checked(kevo_archive *a, const kevo_archive_opts *o, kevo_error *err) {
+/* Opens a->path (or, for reading, uri when not NULL) and checks what it holds. */
+static int open_checked(kevo_archive *a, const kevo_archive_opts *o, const char *uri,
+                        kevo_error *err) {
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (o->readonly ? 0 : SQLITE_OPEN_CREATE);
   int rc = sqlite3_open_v2(a->path, &a->db, flags, NULL);
+  if (!rc && uri) {
+    sqlite3_close_v2(a->db);
+    a->db = NULL;
+    rc = sqlite3_open_v2(uri, &a->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  }
   if (rc) return db_fail(a, err, rc, "opening it");
   sqlite3_extended_result_codes(a->db, 1);
   sqlite3_busy_timeout(a->db, a->busy_ms);
@@ -456,7 +477,18 @@ int kevo_archive_open(const char *path, const kevo_archive_opts *opts, kevo_arch
   snprintf(a->path, sizeof a->path, "%s", path);
   a->readonly = o->readonly;
   a->busy_ms = o->busy_ms > 0 ? o->busy_ms : KEVO_ARCHIVE_BUSY_MS;
-  int rc = open_checked(a, o, err);
+  int rc = open_checked(a, o, NULL, err);
+  /* Reading a WAL archive needs FILE-shm, which a read-only directory or file may not allow.
+   * With no FILE-wal holding commits, the file alone is the whole archive: read it immutable. */
+  char wal[sizeof a->path + 8], uri[3 * sizeof a->path + 32];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  int ro_failure = (a->last_rc & 0xff) == SQLITE_READONLY || (a->last_rc & 0xff) == SQLITE_CANTOPEN;
+  if (rc && o->readonly && ro_failure && (stat(wal, &sb) != 0 || sb.st_size == 0)) {
+    sqlite3_close_v2(a->db);
+    a->db = NULL;
+    immutable_uri(path, uri, sizeof uri);
+    rc = open_checked(a, o, uri, err);
+  }
   if (rc) {
     kevo_archive_close(a);
     return rc;
