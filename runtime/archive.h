@@ -114,7 +114,10 @@ int kevo_archive_journal_append(kevo_archive *a, int64_t run, const char *kind, 
 
 /* --- reads: rows are handed to a callback, valid only during the call ----------------------- */
 
-typedef struct kevo_row kevo_row;
+/* A result row, valid only during the callback it is handed to; read it with kevo_row_*. */
+typedef struct kevo_row {
+  struct sqlite3_stmt *st;
+} kevo_row;
 enum { KEVO_COL_NULL, KEVO_COL_INT, KEVO_COL_REAL, KEVO_COL_TEXT };
 
 int kevo_row_count(const kevo_row *r);
