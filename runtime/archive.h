@@ -3,7 +3,8 @@
  * Runs, candidates, evaluations, LLM calls and the per-run journal are rows (docs/archive.md has
  * the schema). Every write function returns only once its rows are committed: a process killed
  * right after a call returned loses nothing that call wrote. Several writers (processes) may
- * share one file: a writer waits for another's transaction up to the busy timeout.
+ * share one file: a writer waits for another's transaction up to the busy timeout. One
+ * kevo_archive is one connection: use it from one thread at a time (open one per thread).
  *
  * Errors: KEVO_E_DB names the file and what to do (corrupt, not a kevo archive, written by a
  * newer kevo, read-only, locked, disk full); KEVO_E_ARG is misuse (an unknown run or candidate
