@@ -72,6 +72,14 @@ static const char devk_source[] =
     "  }\n"
     "  acc = warp_sum(acc); if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
     "}\n"
+    /* counts bytes in [start, end) that no longer hold the replicated pattern */
+    "extern \"C\" __global__ void kv_guard(const u8 *p, u64 start, u64 end, u64 pat,\n"
+    "                                      u64 *out) {\n"
+    "  u64 bad = 0, stride = (u64)gridDim.x * blockDim.x;\n"
+    "  for (u64 k = start + blockIdx.x * (u64)blockDim.x + threadIdx.x; k < end; k += stride)\n"
+    "    bad += p[k] != (u8)(pat >> (8 * (k & 7)));\n"
+    "  if (bad) atomicAdd(out, bad);\n"
+    "}\n"
     "struct stats { u64 mismatches, nans, unwritten, nondet, first_unwritten, first_nondet;\n"
     "               u32 worst_key, pad; u64 worst_index; };\n"
     "__device__ u64 bits_at(const void *p, u64 i, int dt) {\n"
@@ -188,11 +196,9 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   struct {
     CUfunction *f;
     const char *name;
-  } fns[] = {{&k->fill, "kv_fill"},
-             {&k->pattern, "kv_pattern"},
-             {&k->checksum, "kv_checksum"},
-             {&k->compare, "kv_compare"},
-             {&k->locate, "kv_locate"}};
+  } fns[] = {{&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},
+             {&k->checksum, "kv_checksum"}, {&k->compare, "kv_compare"},
+             {&k->locate, "kv_locate"},     {&k->guard, "kv_guard"}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     r = d->cuModuleGetFunction(fns[i].f, k->mod, fns[i].name);
     if (r != CUDA_SUCCESS) {
@@ -237,6 +243,12 @@ CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p,
   uint64_t n = nbytes / 8;
   void *args[] = {&p, &n, &out};
   return launch(d, k->checksum, s, n, args);
+}
+
+CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t start,
+                    uint64_t end, uint64_t pattern, CUdeviceptr out) {
+  void *args[] = {&p, &start, &end, &pattern, &out};
+  return launch(d, k->guard, s, end > start ? end - start : 1, args);
 }
 
 CUresult devk_compare(const cudrv *d, const devk *k, CUstream s, const devk_cmp *c,

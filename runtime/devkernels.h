@@ -16,7 +16,7 @@ enum { DK_NORMAL, DK_UNIFORM, DK_RANDINT };
 
 typedef struct devk {
   CUmodule mod;
-  CUfunction fill, pattern, checksum, compare, locate;
+  CUfunction fill, pattern, checksum, compare, locate, guard;
 } devk;
 
 /* What kv_compare finds, read back to the host. Counts are over the elements compared. */
@@ -44,6 +44,11 @@ CUresult devk_pattern(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, 
 /* Adds an order-independent 64-bit hash of nbytes (a multiple of 8) into *(u64 *)out. */
 CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
                        CUdeviceptr out);
+
+/* Adds to *(u64 *)out the number of bytes of p in [start, end) that differ from the pattern
+ * devk_pattern wrote there (byte k holds byte k % 8 of the little-endian pattern). */
+CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t start,
+                    uint64_t end, uint64_t pattern, CUdeviceptr out);
 
 typedef struct devk_cmp {
   CUdeviceptr actual;   /* second run's output (poisoned with pattern B before it) */

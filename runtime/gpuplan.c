@@ -308,10 +308,12 @@ int ev_shape_setup(ev *e, ev_shape *s, int index) {
     char what[256];
     snprintf(what, sizeof what, "tensor %s", t->name);
     size_t bytes = s->t[i].numel * ev_dtype_size(t->dt);
-    if (alloc_buf(e, &s->t[i], bytes, what, 0)) return -1;
+    /* outputs get a guard band of at least 256 bytes past their end (see ev_guard_sums) */
+    size_t alloc = t->output ? bytes + 256 : bytes;
+    if (alloc_buf(e, &s->t[i], alloc, what, 0)) return -1;
     if (t->output) {
       snprintf(s->snap[i].name, sizeof s->snap[i].name, "%s", t->name);
-      if (alloc_buf(e, &s->snap[i], bytes, what, 0)) return -1;
+      if (alloc_buf(e, &s->snap[i], alloc, what, 0)) return -1;
     }
   }
   if (prepare_plan(e, s, field(spec, "reference"), &s->ref, 0)) return -1;

@@ -177,6 +177,39 @@ static int checksum_inputs(ev *e, ev_shape *s, uint64_t *sums) {
   return 0;
 }
 
+/* Fails (wrong) when the candidate wrote past the end of an output: each output buffer has a
+ * guard band of 256 bytes or more after its last element, filled by the poisoning with the
+ * pattern's bytes, which must all still be there after a run. */
+static int guard_intact(ev *e, ev_shape *s, const uint64_t *pattern, const char *stage) {
+  CUdeviceptr word = e->g->stats + 128;
+  for (int i = 0; i < e->ntensors; i++) {
+    if (!e->tensors[i].output) continue;
+    uint64_t end = s->t[i].numel * ev_dtype_size(e->tensors[i].dt), bad = 0;
+    CUresult r = DRV->cuMemsetD32Async(word, 0, 2, e->g->stream);
+    if (!r)
+      r = devk_guard(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, end, s->t[i].bytes,
+                     pattern[e->tensors[i].dt], word);
+    if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
+    if (!r) r = DRV->cuMemcpyDtoH(&bad, word, 8);
+    if (r) return ev_cuda_fail(e, r, "checking output guard bands");
+    if (bad)
+      return ev_fail(e, "wrong", stage,
+                     "the candidate wrote past the end of output %s (%llu elements; %llu bytes "
+                     "of the guard band after it changed; shape %s)",
+                     e->tensors[i].name, (unsigned long long)s->t[i].numel, (unsigned long long)bad,
+                     s->label);
+  }
+  return 0;
+}
+
+/* Runs the candidate once on outputs poisoned with `pattern`, then checks the guard bands. */
+static int run_candidate(ev *e, ev_shape *s, const uint64_t *pattern, const char *what,
+                         const char *stage) {
+  if (ev_poison_outputs(e, s, pattern) || ev_plan_run(e, &s->cand, 1) || ev_plan_sync(e, 1, what))
+    return -1;
+  return guard_intact(e, s, pattern, stage);
+}
+
 static int inputs_unchanged(ev *e, ev_shape *s, const uint64_t *before, int trial,
                             const char *run) {
   uint64_t after[EV_MAX_TENSORS] = {0};
@@ -371,13 +404,9 @@ int ev_verify_shape(ev *e, ev_shape *s) {
     void **ref = reference_outputs(e, s, trial);
     if (!ref) return -1;
     if (checksum_inputs(e, s, before)) return -1;
-    if (ev_poison_outputs(e, s, ev_poison_a) || ev_plan_run(e, &s->cand, 1) ||
-        ev_plan_sync(e, 1, "running the candidate"))
-      return -1;
+    if (run_candidate(e, s, ev_poison_a, "running the candidate", "verify")) return -1;
     if (inputs_unchanged(e, s, before, trial, "first") || snapshot_outputs(e, s)) return -1;
-    if (ev_poison_outputs(e, s, ev_poison_b) || ev_plan_run(e, &s->cand, 1) ||
-        ev_plan_sync(e, 1, "running the candidate again"))
-      return -1;
+    if (run_candidate(e, s, ev_poison_b, "running the candidate again", "verify")) return -1;
     if (inputs_unchanged(e, s, before, trial, "second")) return -1;
     if (compare_outputs(e, s, ref, ev_poison_a, ev_poison_b, 1, "verify", trial)) return -1;
     e->trials_done++;
@@ -389,8 +418,7 @@ int ev_recheck(ev *e, ev_shape *s, const char *stage) {
   int trial = e->trials - 1;
   void **ref = reference_outputs(e, s, trial); /* cached by the trial loop */
   if (!ref) return -1;
-  if (ev_poison_outputs(e, s, ev_poison_a) || ev_plan_run(e, &s->cand, 1) ||
-      ev_plan_sync(e, 1, "running the candidate after the timing loop"))
+  if (run_candidate(e, s, ev_poison_a, "running the candidate after the timing loop", stage))
     return -1;
   return compare_outputs(e, s, ref, ev_poison_a, ev_poison_a, 0, stage, trial);
 }

@@ -147,6 +147,8 @@ case("wrong at one element", vadd_request("add_wrong_one", SMALL), "wrong", "ver
      lambda r: r["verify"]["mismatches"] == 1 and r["verify"]["worst"]["tensor"] == "c"
      and r["verify"]["worst"]["index"] == [r["verify"]["worst"]["flat"]]
      and abs(r["verify"]["worst"]["abs_err"] - 0.5) < 1e-3)
+case("writes one element past the end", vadd_request("add_past_end", SMALL), "wrong", "verify",
+     lambda r: "past the end of output c" in r["message"])
 case("time-dependent", vadd_request("add_nondet", [SMALL[0]]), "nondeterministic", "verify")
 case("2048 threads per block", vadd_request("add", SMALL, block=2048), "launch_error", "verify",
      lambda r: "CUDA_ERROR_INVALID_VALUE" in r["message"])

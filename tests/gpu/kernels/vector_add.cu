@@ -106,3 +106,10 @@ extern "C" __global__ void add_i32_off(const int *a, const int *b, int *c, int n
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i] + (i == n - 1);
 }
+
+// Right values, plus one write just past the end of the output.
+extern "C" __global__ void add_past_end(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+  if (i == n - 1) c[n] = 0.0f;
+}
