@@ -22,6 +22,8 @@ typedef struct transfer {
   kevo_http_response *resp;
   size_t index;
   double started_ms;
+  double last_byte_ms; /* when a byte last arrived (or the transfer started), for stalls */
+  long stall_ms;
   int overflow; /* the body went past its cap */
   char errbuf[CURL_ERROR_SIZE];
 } transfer;
@@ -80,6 +82,7 @@ void kevo_http_client_free(kevo_http_client *c) {
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
   transfer *t = ud;
   size_t n = size * nmemb;
+  t->last_byte_ms = now_ms();
   if (kevo_buf_append(&t->resp->body, p, n)) {
     t->overflow = 1;
     return 0; /* curl aborts the transfer with CURLE_WRITE_ERROR */
@@ -90,6 +93,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud) {
   transfer *t = ud;
   size_t n = size * nmemb;
+  t->last_byte_ms = now_ms();
   /* A new status line starts a new response (after a 100 Continue or a redirect): keep only
    * the last response's headers. */
   if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) kevo_buf_reset(&t->resp->headers);
@@ -186,10 +190,8 @@ static transfer *transfer_start(kevo_http_client *c, const kevo_http_request *rq
   if (rq->connect_timeout_ms > 0)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, rq->connect_timeout_ms);
   if (rq->total_timeout_ms > 0) curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, rq->total_timeout_ms);
-  if (rq->stall_timeout_ms > 0) {
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (rq->stall_timeout_ms + 999) / 1000);
-  }
+  t->stall_ms = rq->stall_timeout_ms; /* watched by kevo_http_run: curl's low-speed check
+                                        averages over seconds and counts the upload */
   const char *method = rq->method ? rq->method : "GET";
   if (strcmp(method, "POST") == 0 || rq->body) {
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
@@ -197,7 +199,7 @@ static transfer *transfer_start(kevo_http_client *c, const kevo_http_request *rq
   }
   if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-  t->started_ms = now_ms();
+  t->started_ms = t->last_byte_ms = now_ms();
   if (curl_multi_add_handle(c->multi, e) != CURLM_OK) goto nomem;
   return t;
 nomem:
@@ -287,6 +289,26 @@ int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_
     }
     if (done >= n) break;
     int wait = 1000;
+    /* Stalls: a transfer with no byte for its stall time is aborted as a timeout. */
+    double now = now_ms();
+    for (size_t i = 0; i < n; i++) {
+      transfer *t = live[i];
+      if (!t || t->stall_ms <= 0) continue;
+      double idle = now - t->last_byte_ms;
+      if (idle >= t->stall_ms) {
+        live[i] = NULL;
+        transfer_finish(c, t, CURLE_OK);
+        t = NULL;
+        kevo_http_response *r = &resps[i];
+        r->error = KEVO_E_TIMEOUT;
+        snprintf(r->errmsg, sizeof r->errmsg, "stalled: no byte for %.0f ms (stall timeout)", idle);
+        running--;
+        done++;
+      } else if (t->stall_ms - idle < wait) {
+        wait = (int)(t->stall_ms - idle) + 1;
+      }
+    }
+    if (done >= n) break;
     if (next < n && running < c->max_concurrent) {
       double until = order[next].delay_ms - (now_ms() - t0);
       if (until < wait) wait = until < 0 ? 0 : (int)until + 1;

@@ -35,6 +35,9 @@ M.llm_defaults = {
   native_n = "auto", max_tokens_field = "auto", cache = false, log = true,
 }
 
+-- io and os exist in trusted states only; a sandbox raises on reading unknown globals.
+local io, os = rawget(_G, "io"), rawget(_G, "os")
+
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
 local function parse_value(v)
@@ -128,6 +131,7 @@ function M.llm(opts)
   local function put(key, v, where)
     if key == "llm" then
       local p, m = M.split_llm(tostring(v))
+      if m == "" then return "llm must be provider:model (or a model name)" end
       if p then c.provider = p end
       c.model = m
       src.llm = where

@@ -172,10 +172,12 @@ end
 function Session:journal(call, r, input, output, err)
   self.used.attempts = self.used.attempts + 1
   if not self.archive then return true end
+  local price = self:price(call.model)
   return self.archive:llm_call_add{
     run = self.run, request = call.envelope, response = r.body, http_status = r.status,
     model = call.model, provider = self.cfg.provider, input_tokens = input,
-    output_tokens = output, ms = math.floor(r.ms + 0.5), error = err}
+    output_tokens = output, ms = r.ms, error = err,
+    cost = price and (input or output) and cost_of(price, input or 0, output or 0) or nil}
 end
 
 function Session:account(call, input, output)
@@ -278,8 +280,10 @@ end
 
 function Session:from_cache(c)
   if not (self.archive and self.archive.llm_call_lookup) then return end
-  local raw = self.archive:llm_call_lookup(c.envelope)
+  local raw, row = self.archive:llm_call_lookup(c.envelope)
   if type(raw) ~= "string" then return end
+  if type(row) == "table" and math.type(row.http_status)
+      and (row.http_status < 200 or row.http_status > 299) then return end
   local doc = json.decode(raw)
   local parsed = doc and c.wire.parse(doc)
   if not parsed then return end -- a stored failure is no answer: ask the server
@@ -485,20 +489,40 @@ function M.batch(reqs) return default():batch(reqs) end
 function M.usage() return default():usage() end
 function M.usage_line() return default():usage_line() end
 
--- doctor{config=, dir=, flags=} -> {provider, api, model, base_url, key_env, key_present, ok,
--- ms, error, code, reply}: what is configured and whether a tiny request answers. The key's
--- value is never read here: key_present comes from C.
+-- doctor{probe=true, config=, dir=, flags=} -> {configured, ok, detail, fix, provider, api,
+-- model, base_url, key_env, key_present, ms, error, code, reply}: what is configured and, when
+-- probe is not false, whether a tiny request answers. The key's value is never read here:
+-- key_present comes from C.
 function M.doctor(opts)
   opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "probe" and k ~= "config" and k ~= "dir" and k ~= "flags" then
+      error("llm.doctor: unknown option '" .. tostring(k) .. "'", 2)
+    end
+  end
   local cfg, msg, code = opts.config, nil, nil
   if not cfg then cfg, msg, code = config.llm{dir = opts.dir, flags = opts.flags} end
-  if not cfg then return {ok = false, error = msg, code = code} end
+  if not cfg then
+    return {configured = false, ok = false, error = msg, code = code, detail = msg,
+            fix = "fix the llm settings in kevo.conf or the KEVO_LLM* variables"}
+  end
   local d = {provider = cfg.provider, api = cfg.api, model = cfg.model or nil,
              base_url = cfg.base_url, key_env = cfg.key_env or nil,
-             key_present = cfg.key_env and http.env_present(cfg.key_env) or false}
+             key_present = cfg.key_env and http.env_present(cfg.key_env) or false,
+             configured = cfg.model and true or false}
+  local key = d.key_env and string.format(", key in $%s (%s)", d.key_env,
+    d.key_present and "set" or "not set") or ", no key"
   if not cfg.model then
     d.ok, d.code = false, "E_PARSE"
-    d.error = "E_PARSE: no model configured (llm = provider:model in kevo.conf or $KEVO_LLM)"
+    d.error = "E_PARSE: no model configured"
+    d.detail = "no model configured (provider " .. cfg.provider .. key .. ")"
+    d.fix = "set llm = provider:model in kevo.conf, or KEVO_LLM=provider:model"
+    return d
+  end
+  d.detail = string.format("%s:%s at %s%s", cfg.provider, cfg.model, cfg.base_url, key)
+  if opts.probe == false then
+    d.ok = true
+    d.detail = d.detail .. " (not probed)"
     return d
   end
   local probe = {}
@@ -512,7 +536,22 @@ function M.doctor(opts)
   d.ms = math.floor((sys.clock() - t0) * 1000 + 0.5)
   s:close()
   d.ok = replies ~= nil
-  if replies then d.reply = replies[1].text else d.error, d.code = err, ecode end
+  if replies then
+    d.reply = replies[1].text
+    d.detail = d.detail .. string.format(", answered in %d ms", d.ms)
+  else
+    d.error, d.code = err, ecode
+    d.detail = d.detail .. ": " .. err
+    if d.key_env and not d.key_present then
+      d.fix = "export " .. d.key_env .. "=<your key> (or name another variable with llm.key_env)"
+    elseif err:find("HTTP 401", 1, true) or err:find("HTTP 403", 1, true) then
+      d.fix = "check the key in $" .. tostring(d.key_env) .. " and the model's access"
+    elseif ecode == "E_HTTP" and not err:find("HTTP %d") or ecode == "E_TIMEOUT" then
+      d.fix = "start the server at " .. cfg.base_url .. " or set llm.base_url / KEVO_LLM_BASE_URL"
+    else
+      d.fix = "check the model name and the server's answer above"
+    end
+  end
   return d
 end
 

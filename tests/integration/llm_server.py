@@ -94,6 +94,7 @@ ONCE = {"r429s": 1, "r429ms": 1, "e500x3": 3, "e529": 1, "e408": 1, "e409": 1, "
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):  # quiet
         pass
@@ -240,6 +241,10 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)  # clients hanging up are expected
 
 
 def main():
