@@ -23,32 +23,19 @@ local function check(cond, what, ...)
 end
 
 ---------------------------------------------------------------------------------------------
--- The journal: the real archive when this build has it, wrapped to record what llm passes.
+-- The journal: the real archive (a SQLite file), wrapped to record what llm hands it.
 
+local archive = require "kevo.archive"
 local rows = {}
-local real_db, run_id
-do
-  local ok, archive = pcall(require, "kevo.archive")
-  local path = os.getenv("KEVO_TEST_DB")
-  if ok and path then
-    real_db = assert(archive.open(path))
-    run_id = assert(real_db:run_create{recipe = "llm-faults", strategy = "test", seed = 1})
-  end
-end
+local DB = assert(os.getenv("KEVO_TEST_DB"), "KEVO_TEST_DB is not set")
+local real_db = assert(archive.open(DB))
+local run_id = assert(real_db:run_create{recipe = "llm-faults", strategy = "test", seed = 1})
 local journal = {}
 function journal:llm_call_add(t)
   rows[#rows + 1] = t
-  if real_db then return real_db:llm_call_add(t) end
-  return #rows
+  return real_db:llm_call_add(t)
 end
-function journal:llm_call_lookup(request)
-  if real_db then return real_db:llm_call_lookup(request) end
-  for i = #rows, 1, -1 do
-    if rows[i].request == request then return rows[i].response, rows[i] end
-  end
-  return nil
-end
-print("journal: " .. (real_db and "kevo.archive (SQLite)" or "in-memory stand-in"))
+function journal:llm_call_lookup(request) return real_db:llm_call_lookup(request) end
 
 local function rows_for(model)
   local out = {}
@@ -380,7 +367,7 @@ for i, r in ipairs(rows) do
   if text:find(KEY, 1, true) then check(false, "row " .. i .. " holds the key") end
 end
 check(#rows > 50, "rows were stored", #rows)
-if real_db then real_db:close() end
+real_db:close()
 
 print(string.format("llm faults: %d checks, %d failed", checks, failures))
 return failures == 0 and 0 or 1

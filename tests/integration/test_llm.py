@@ -42,7 +42,8 @@ try:
     report(p.returncode == 0, "llm_faults.lua", p.stderr[-3000:])
     report(SECRET not in p.stdout + p.stderr, "the key never appears in output")
     db = os.path.join(tmp, "kevo.db")
-    if os.path.exists(db):  # the real archive: the raw bodies are in the file
+    report(os.path.exists(db), "the archive file exists")
+    if os.path.exists(db):  # the raw bodies are in the file
         con = sqlite3.connect(db)
         dump = "\n".join(con.iterdump())
         con.close()
