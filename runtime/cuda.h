@@ -13,8 +13,10 @@
  * $KEVO_COMPILE_TIMEOUT, else 60 s), then returns KEVO_E_TIMEOUT and leaves the thread to
  * end by itself (at the next callback, or when the front end finishes): its memory is freed
  * then. At most 4 such abandoned compiles may be alive; past that cuda_compile fails with
- * KEVO_E_TIMEOUT at once. A forked child per compile would be killable, but pays NVRTC's
- * first-compile start-up every time (see bench/compile_latency.sh: ~4x a warm compile). */
+ * KEVO_E_TIMEOUT at once. A forked child per compile could be killed outright, but pays
+ * NVRTC's start-up and a process spawn every time (bench/compile_latency.sh, 2-cpu build
+ * machine: first compile of a process 28-107 ms against 30-65 ms warm), and a fork of a
+ * process with threads may only exec; the thread keeps the warm path and the cache shared. */
 #ifndef KEVO_CUDA_H
 #define KEVO_CUDA_H
 
