@@ -184,7 +184,8 @@ class Checker:
 
     def check_function(self, fn):
         if len(fn.decorator_list) != 1:
-            reject(fn, f"function '{fn.name}' must have exactly one decorator, @triton.jit")
+            where = fn.decorator_list[1] if fn.decorator_list else fn
+            reject(where, f"function '{fn.name}' must have exactly one decorator, @triton.jit")
         self.check_decorator(fn.decorator_list[0])
         if fn.name.startswith("__") or fn.name in FORBIDDEN_NAMES or fn.name in self.aliases:
             reject(fn, f"function name '{fn.name}' is not allowed")
