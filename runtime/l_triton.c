@@ -415,17 +415,21 @@ static int l_configure(lua_State *L) {
                                      "start_timeout", "disk_cache", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "triton.configure", keys);
-  lpool *lp = get_lpool(L);
+  const char *py = kevo_l_optstr(L, 1, "python", NULL);
+  triton_pool_opts o = {0};
+  o.servers = (int)kevo_l_optint(L, 1, "servers", 0);
+  o.timeout_s = kevo_l_optnum(L, 1, "timeout", 0);
+  o.start_timeout_s = kevo_l_optnum(L, 1, "start_timeout", 0);
+  o.no_disk_cache = !kevo_l_optbool(L, 1, "disk_cache", 1);
+  if (o.servers < 0 || o.servers > 16)
+    luaL_error(L, "triton.configure: servers must be from 0 (automatic) to 16");
+  if (o.timeout_s < 0 || o.start_timeout_s < 0)
+    luaL_error(L, "triton.configure: timeouts must not be negative");
+  lpool *lp = get_lpool(L); /* all checked: now replace the configuration */
   triton_pool_free(lp->pool);
   lp->pool = NULL;
-  const char *py = kevo_l_optstr(L, 1, "python", NULL);
+  lp->o = o;
   snprintf(lp->python, sizeof lp->python, "%s", py ? py : "");
-  lp->o.servers = (int)kevo_l_optint(L, 1, "servers", 0);
-  lp->o.timeout_s = kevo_l_optnum(L, 1, "timeout", 0);
-  lp->o.start_timeout_s = kevo_l_optnum(L, 1, "start_timeout", 0);
-  lp->o.no_disk_cache = !kevo_l_optbool(L, 1, "disk_cache", 1);
-  if (lp->o.servers < 0 || lp->o.servers > 16)
-    luaL_error(L, "triton.configure: servers must be from 0 (automatic) to 16");
   return 0;
 }
 
