@@ -35,6 +35,9 @@ ALLOWED_IMPORTS = ("triton", "triton.language", "math")
 ALLOWED_MODULES = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
                    "triton.language.extra.cuda", "triton.language.extra.libdevice",
                    "triton.language.extra.cuda.libdevice", "math")
+# What a candidate may take from the triton package itself (its other functions, such as
+# triton.compile, would read files or change the server's state at compile time).
+TRITON_ROOT_ATTRS = frozenset(("jit", "language", "cdiv", "next_power_of_2"))
 # Names no candidate may mention, anywhere: Python's ways out of the allow-list.
 FORBIDDEN_NAMES = frozenset((
     "exec", "eval", "open", "compile", "__import__", "getattr", "setattr", "delattr", "hasattr",
@@ -119,6 +122,9 @@ class Checker:
                 if a.name == "*" or a.name.startswith("_"):
                     reject(stmt, f"'from {stmt.module} import {a.name}' is not allowed")
                 value = getattr(self.modules[stmt.module], a.name, None)
+                if stmt.module == "triton" and a.name not in TRITON_ROOT_ATTRS:
+                    reject(stmt, f"'from triton import {a.name}' is not allowed (only "
+                           f"{', '.join(sorted(TRITON_ROOT_ATTRS))})")
                 self.check_reached(stmt, value, f"{stmt.module}.{a.name}")
                 self.aliases[a.asname or a.name] = value
             return
@@ -237,6 +243,9 @@ class Checker:
         obj, what = self.aliases[base.id], base.id
         self.check_reached(node, obj, what)
         for part in reversed(parts):
+            if obj is self.modules["triton"] and part not in TRITON_ROOT_ATTRS:
+                reject(node, f"'{what}.{part}' is not allowed (from triton itself only "
+                       f"{', '.join(sorted(TRITON_ROOT_ATTRS))})")
             obj = getattr(obj, part, None)
             what += "." + part
             self.check_reached(node, obj, what)

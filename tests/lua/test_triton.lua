@@ -90,6 +90,8 @@ local refusals = {
   {kernel("    y = __builtins__\n"), 7, "__builtins__"},
   {kernel("    y = triton.runtime.cache.os.system('id')\n"), 7, "triton.runtime"},
   {kernel("    y = tl.core\n"), 7, "triton.language.core"},
+  {kernel("    y = triton.compile('/etc/passwd')\n"), 7, "triton.compile"},
+  {head .. "from triton import compile\n", 3, "from triton import compile"},
   {kernel("    t = tl\n"), 7, "module 'tl'"},
   {kernel("    pass\n", ", B: tl.constexpr = open('x')"), 6, "default"},
   {head .. "print('hello')\n", 3, "not allowed at top level"},
