@@ -122,7 +122,24 @@ kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
  * cdiv(a,b). Nothing else: no names but params. KEVO_E_PARSE names the column. */
 int kevo_expr_eval(const char *expr, const kevo_shape *shape, double *out, kevo_error *err);
 
+/* Like kevo_expr_eval, but keeps integers exact: *is_int says whether the result is an integer
+ * (then *iout holds it exactly, else 0); *dout holds it as a double. Any pointer may be NULL. */
+int kevo_expr_eval_exact(const char *expr, const kevo_shape *shape, int64_t *iout, int *is_int,
+                         double *dout, kevo_error *err);
+
 /* Element count of tensor t at a shape (product of its dims). */
 int kevo_tensor_numel(const kevo_tensor *t, const kevo_shape *shape, int64_t *out, kevo_error *err);
+
+/* Resolves a recipe argument to a file path in out. A path (it has a '/', ends in .yaml/.yml, or
+ * names an existing file) is taken as it is; a bare name like "softmax" is looked up as
+ * <dir>/softmax.yaml along the search path: $KEVO_RECIPES (colon-separated), ./recipes, then the
+ * source tree's recipes/ (dev builds). KEVO_E_IO naming the places looked in when not found. */
+int kevo_recipe_find(const char *name_or_path, char *out, size_t outlen, kevo_error *err);
+
+/* Calls fn(path, name, ud) for every <dir>/<name>.yaml on the search path, in search order,
+ * sorted by name within a directory; a name seen in an earlier directory hides later ones.
+ * Stops early and returns fn's status when it returns nonzero. */
+typedef int (*kevo_recipe_visit)(const char *path, const char *name, void *ud);
+int kevo_recipe_each(kevo_recipe_visit fn, void *ud, kevo_error *err);
 
 #endif
