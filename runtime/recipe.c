@@ -20,37 +20,8 @@
 
 enum { RECIPE_MAX_BYTES = 1 << 20, PATH_LEN = 256 };
 
-static const char *const dtype_names[KEVO_DT_COUNT] = {"f32", "f16", "bf16", "f64",
-                                                       "i32", "i64", "u8"};
-static const size_t dtype_sizes[KEVO_DT_COUNT] = {4, 2, 2, 8, 4, 8, 1};
-
-const char *kevo_dtype_name(kevo_dtype dt) {
-  return (unsigned)dt < KEVO_DT_COUNT ? dtype_names[dt] : "?";
-}
-
-size_t kevo_dtype_size(kevo_dtype dt) {
-  return (unsigned)dt < KEVO_DT_COUNT ? dtype_sizes[dt] : 0;
-}
-
-int kevo_dtype_parse(const char *name, kevo_dtype *out) {
-  for (int k = 0; k < KEVO_DT_COUNT; k++)
-    if (name && strcmp(name, dtype_names[k]) == 0) {
-      *out = (kevo_dtype)k;
-      return KEVO_OK;
-    }
-  return KEVO_E_PARSE;
-}
-
 static int dtype_is_int(kevo_dtype dt) {
   return dt == KEVO_DT_I32 || dt == KEVO_DT_I64 || dt == KEVO_DT_U8;
-}
-
-kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt) {
-  for (size_t k = 0; r && k < r->ntolerances; k++)
-    if (r->tolerances[k].dtype == dt) return r->tolerances[k];
-  static const double defaults[KEVO_DT_COUNT] = {1e-5, 1e-3, 1e-2, 1e-12, 0, 0, 0};
-  double t = (unsigned)dt < KEVO_DT_COUNT ? defaults[dt] : 0;
-  return (kevo_tolerance){dt, t, t};
 }
 
 /* ---- the loader's context and its error helpers ---- */
@@ -340,9 +311,15 @@ static int load_params(loader *ld, const yaml_node_t *top) {
       size_t at = 0;
       while (at < r->nparams && strcmp(r->params[at].name, scalar(k)))
         at++;
-      if (at == r->nparams)
+      if (at == r->nparams) {
+        char names[256] = "";
+        for (size_t j = 0; j < r->nparams; j++) {
+          size_t used = strlen(names);
+          snprintf(names + used, sizeof names - used, "%s%s", j ? ", " : "", r->params[j].name);
+        }
         return FAIL(ld, k, kp, "unknown param '%s' (params: %s)", scalar(k),
-                    r->nparams ? r->shapes[0].label : "none");
+                    r->nparams ? names : "none");
+      }
       if ((rc = get_int(ld, node(ld, p->value), kp, &sh->params[at].value))) return rc;
     }
     if ((rc = shape_label(ld, sh))) return rc;
@@ -355,6 +332,15 @@ static int load_params(loader *ld, const yaml_node_t *top) {
 }
 
 /* ---- tensors ---- */
+
+/* A copy of [from, to) without its leading and trailing blanks. */
+static char *strndup_trim(const char *from, const char *to) {
+  while (from < to && isspace((unsigned char)*from))
+    from++;
+  while (to > from && isspace((unsigned char)to[-1]))
+    to--;
+  return strndup(from, (size_t)(to - from));
+}
 
 /* init: normal | normal(mean, std) | uniform | uniform(lo, hi) | randint(lo, hi). */
 static int load_init(loader *ld, const yaml_node_t *n, const char *path, kevo_tensor *t) {
@@ -390,8 +376,8 @@ static int load_init(loader *ld, const yaml_node_t *n, const char *path, kevo_te
       }
     }
     if (!comma) return FAIL(ld, n, path, "'%s': takes two arguments", s);
-    t->init.a = strndup(open + 1, (size_t)(comma - open - 1));
-    t->init.b = strndup(comma + 1, (size_t)(open + len - 1 - comma - 1));
+    t->init.a = strndup_trim(open + 1, comma);
+    t->init.b = strndup_trim(comma + 1, open + len - 1);
     if (!t->init.a || !t->init.b) return nomem(ld);
     enum expr_want want = kind == KEVO_INIT_RANDINT ? WANT_INT : WANT_NUMBER;
     int rc = check_expr(ld, n, path, t->init.a, want);
@@ -597,6 +583,7 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
   char *file = NULL;
   if ((rc = require_key(ld, n, path, "file", &v)) || (rc = get_string(ld, v, kp, &file)))
     return rc;
+  yaml_node_t *file_node = v;
   size_t need = strlen(ld->r->dir) + strlen(file) + 2;
   src->file = malloc(need);
   if (!src->file) {
@@ -626,6 +613,19 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
   }
   join_key(kp, path, "space");
   if ((v = lookup(ld, n, "space")) && (rc = load_space(ld, v, kp, src))) return rc;
+  if (!src->launch) { /* then the source must carry its own kevo:launch block */
+    char *chunk;
+    const char *where;
+    int line;
+    kevo_error e = {0};
+    rc = kevo_source_launch(ld->r, src, &chunk, &where, &line, &e);
+    free(chunk);
+    join_key(kp, path, "file");
+    if (rc == KEVO_E_RECIPE)
+      return FAIL(ld, file_node, kp, "'%s' has no kevo:launch block and there is no `%s.launch`",
+                  src->file, path);
+    if (rc) return FAIL(ld, file_node, kp, "%s", e.msg);
+  }
   return KEVO_OK;
 }
 
@@ -756,53 +756,4 @@ int kevo_recipe_load(const char *path, kevo_recipe **out, kevo_error *err) {
   }
   *out = ld.r;
   return KEVO_OK;
-}
-
-static void source_free(kevo_source *s) {
-  free(s->lang);
-  free(s->file);
-  free(s->kernel);
-  free(s->launch);
-  for (size_t k = 0; k < s->nknobs; k++) {
-    for (size_t j = 0; j < s->knobs[k].nvalues; j++)
-      free(s->knobs[k].values[j]);
-    free(s->knobs[k].values);
-    free(s->knobs[k].name);
-  }
-  free(s->knobs);
-}
-
-void kevo_recipe_free(kevo_recipe *r) {
-  if (!r) return;
-  free(r->path);
-  free(r->dir);
-  free(r->name);
-  free(r->summary);
-  for (size_t k = 0; k < r->nshapes; k++) {
-    free(r->shapes[k].label);
-    free(r->shapes[k].params); /* names belong to r->params */
-  }
-  free(r->shapes);
-  for (size_t k = 0; k < r->nparams; k++)
-    free(r->params[k].name);
-  free(r->params);
-  for (size_t k = 0; k < r->ntensors; k++) {
-    kevo_tensor *t = &r->tensors[k];
-    free(t->name);
-    for (size_t d = 0; d < t->rank; d++)
-      free(t->dims[d]);
-    free(t->dims);
-    free(t->init.a);
-    free(t->init.b);
-  }
-  free(r->tensors);
-  free(r->tolerances);
-  free(r->cost_bytes);
-  free(r->cost_flops);
-  source_free(&r->reference);
-  for (size_t k = 0; k < r->nseeds; k++)
-    source_free(&r->seeds[k]);
-  free(r->seeds);
-  free(r->prompt);
-  free(r);
 }

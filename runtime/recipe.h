@@ -117,6 +117,15 @@ void kevo_recipe_free(kevo_recipe *r);
  * f16 1e-3/1e-3, bf16 1e-2/1e-2, f64 1e-12/1e-12, integers exact). */
 kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
 
+/* The launch chunk of source s (of recipe r): the recipe's `launch:` text, or else the
+ * kevo:launch block of the source file (a C comment, a Python triple-quoted string or
+ * # comment lines; see docs/architecture.md "Launch chunks"). *chunk is malloc'ed (the caller
+ * frees it); *where is the file it comes from (r->path or s->file) and *line the line there of
+ * its first line, so a Lua error at chunk line n is at *where:(*line + n - 1).
+ * KEVO_E_RECIPE when there is none, KEVO_E_IO when the source cannot be read. */
+int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk,
+                       const char **where, int *line, kevo_error *err);
+
 /* Evaluates an expression over a shape's params: integers, + - * / % (C semantics on
  * integers, / is exact on floats), ** , parentheses, unary minus, min(a,b), max(a,b),
  * cdiv(a,b). Nothing else: no names but params. KEVO_E_PARSE names the column. */
