@@ -194,8 +194,8 @@ static int check_main(int argc, char **argv) {
     fprintf(stderr, "usage: kevo check [-q] RECIPE... (see kevo check --help)\n");
     return KEVO_EXIT_USAGE;
   }
-  if (failed && nrecipes > 1) fprintf(stderr, "kevo check: %d of %d recipes failed\n", failed,
-                                      nrecipes);
+  if (failed && nrecipes > 1)
+    fprintf(stderr, "kevo check: %d of %d recipes failed\n", failed, nrecipes);
   return failed ? KEVO_EXIT_USAGE : KEVO_EXIT_OK;
 }
 

@@ -102,9 +102,15 @@ static int apply(parser *ps, const char *at, int op, value a, value b, value *ou
     int64_t r = 0;
     int ovf = 0;
     switch (op) {
-    case '+': ovf = __builtin_add_overflow(a.i, b.i, &r); break;
-    case '-': ovf = __builtin_sub_overflow(a.i, b.i, &r); break;
-    case '*': ovf = __builtin_mul_overflow(a.i, b.i, &r); break;
+    case '+':
+      ovf = __builtin_add_overflow(a.i, b.i, &r);
+      break;
+    case '-':
+      ovf = __builtin_sub_overflow(a.i, b.i, &r);
+      break;
+    case '*':
+      ovf = __builtin_mul_overflow(a.i, b.i, &r);
+      break;
     case '/':
     case '%':
       if (b.i == 0) return fail_at(ps, at, "division by zero");
@@ -123,15 +129,23 @@ static int apply(parser *ps, const char *at, int op, value a, value b, value *ou
   }
   double x = as_double(a), y = as_double(b), r = 0;
   switch (op) {
-  case '+': r = x + y; break;
-  case '-': r = x - y; break;
-  case '*': r = x * y; break;
+  case '+':
+    r = x + y;
+    break;
+  case '-':
+    r = x - y;
+    break;
+  case '*':
+    r = x * y;
+    break;
   case '/':
   case '%':
     if (y == 0) return fail_at(ps, at, "division by zero");
     r = op == '/' ? x / y : fmod(x, y);
     break;
-  case 'p': r = pow(x, y); break;
+  case 'p':
+    r = pow(x, y);
+    break;
   }
   *out = float_value(r);
   return finite_or_fail(ps, at, out);
@@ -160,8 +174,7 @@ static int parse_number(parser *ps, value *out) {
     while (isdigit((unsigned char)*q))
       q++;
   }
-  if (isalpha((unsigned char)*q) || *q == '_')
-    return fail_at(ps, q, "malformed number");
+  if (isalpha((unsigned char)*q) || *q == '_') return fail_at(ps, q, "malformed number");
   char text[64];
   size_t n = (size_t)(q - start);
   if (n >= sizeof text) return fail_at(ps, start, "number too long");
@@ -206,8 +219,8 @@ static int parse_call(parser *ps, const char *name_at, const char *name, value *
   if (a.is_int && b.is_int)
     *out = int_value(want_min ? (a.i < b.i ? a.i : b.i) : (a.i > b.i ? a.i : b.i));
   else
-    *out = float_value(want_min ? fmin(as_double(a), as_double(b))
-                                : fmax(as_double(a), as_double(b)));
+    *out =
+        float_value(want_min ? fmin(as_double(a), as_double(b)) : fmax(as_double(a), as_double(b)));
   return KEVO_OK;
 }
 
@@ -252,8 +265,7 @@ static int parse_atom(parser *ps, value *out) {
     char known[160] = "";
     for (size_t k = 0; ps->shape && k < ps->shape->nparams; k++) {
       size_t used = strlen(known);
-      snprintf(known + used, sizeof known - used, "%s%s", k ? ", " : "",
-               ps->shape->params[k].name);
+      snprintf(known + used, sizeof known - used, "%s%s", k ? ", " : "", ps->shape->params[k].name);
     }
     char detail[256];
     snprintf(detail, sizeof detail, "'%s' (params: %s)", name, *known ? known : "none");

@@ -207,8 +207,7 @@ static int recipe_eval(lua_State *L) {
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_pushnil(L);
     while (lua_next(L, 2)) { /* stack: key value */
-      if (lua_type(L, -2) != LUA_TSTRING)
-        return luaL_argerror(L, 2, "param names must be strings");
+      if (lua_type(L, -2) != LUA_TSTRING) return luaL_argerror(L, 2, "param names must be strings");
       int isint;
       lua_Integer v = lua_tointegerx(L, -1, &isint);
       if (!isint)

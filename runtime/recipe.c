@@ -38,9 +38,8 @@ static yaml_node_t *node(loader *ld, int idx) {
 }
 
 /* Fails with "file:line:col: path: message" at node n (libyaml marks are 0-based). */
-__attribute__((format(printf, 5, 6))) static int fail_at(loader *ld, int status,
-                                                         const yaml_node_t *n, const char *path,
-                                                         const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static int
+fail_at(loader *ld, int status, const yaml_node_t *n, const char *path, const char *fmt, ...) {
   char what[1536];
   va_list ap;
   va_start(ap, fmt);
@@ -67,8 +66,7 @@ static void join_index(char *out, const char *path, size_t i) {
 static int is_null(const yaml_node_t *n) {
   if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return 0;
   const char *v = (const char *)n->data.scalar.value;
-  return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-         !strcmp(v, "NULL");
+  return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
 }
 
 static const char *describe(const yaml_node_t *n) {
@@ -84,8 +82,9 @@ static const char *scalar(const yaml_node_t *n) {
 
 static int expect_type(loader *ld, const yaml_node_t *n, const char *path, yaml_node_type_t t) {
   if (n->type == t && !is_null(n)) return KEVO_OK;
-  const char *want = t == YAML_MAPPING_NODE ? "a mapping" : t == YAML_SEQUENCE_NODE ? "a list"
-                                                                                    : "a value";
+  const char *want = t == YAML_MAPPING_NODE    ? "a mapping"
+                     : t == YAML_SEQUENCE_NODE ? "a list"
+                                               : "a value";
   if (n->type == YAML_SCALAR_NODE && !is_null(n))
     return FAIL(ld, n, path, "expected %s, got '%s'", want, scalar(n));
   return FAIL(ld, n, path, "expected %s, got %s", want, describe(n));
@@ -185,8 +184,7 @@ static int get_int(loader *ld, const yaml_node_t *n, const char *path, int64_t *
 }
 
 static int get_number(loader *ld, const yaml_node_t *n, const char *path, double *out) {
-  if (n->type != YAML_SCALAR_NODE || is_null(n) ||
-      n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+  if (n->type != YAML_SCALAR_NODE || is_null(n) || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
     return FAIL(ld, n, path, "expected a number, got %s",
                 n->type == YAML_SCALAR_NODE && !is_null(n) ? "a string" : describe(n));
   char *end;
@@ -303,8 +301,7 @@ static int load_params(loader *ld, const yaml_node_t *top) {
     if ((rc = check_keys(ld, sn, sp, NULL))) return rc;
     if ((rc = shape_init(ld, sh))) return rc;
     r->nshapes++;
-    for (yaml_node_pair_t *p = sn->data.mapping.pairs.start; p < sn->data.mapping.pairs.top;
-         p++) {
+    for (yaml_node_pair_t *p = sn->data.mapping.pairs.start; p < sn->data.mapping.pairs.top; p++) {
       yaml_node_t *k = node(ld, p->key);
       char kp[PATH_LEN];
       join_key(kp, sp, scalar(k));
@@ -356,11 +353,14 @@ static int load_init(loader *ld, const yaml_node_t *n, const char *path, kevo_te
   for (int k = 0; k < 3; k++)
     if (strlen(kinds[k]) == name_len && !strncmp(s, kinds[k], name_len)) kind = k;
   if (kind < 0)
-    return FAIL(ld, n, path, "unknown init '%s' (normal, normal(mean, std), uniform, "
-                             "uniform(lo, hi), randint(lo, hi))", s);
+    return FAIL(ld, n, path,
+                "unknown init '%s' (normal, normal(mean, std), uniform, "
+                "uniform(lo, hi), randint(lo, hi))",
+                s);
   t->init.kind = (kevo_init_kind)kind;
   if (!open) {
-    if (kind == KEVO_INIT_RANDINT) return FAIL(ld, n, path, "randint needs bounds: randint(lo, hi)");
+    if (kind == KEVO_INIT_RANDINT)
+      return FAIL(ld, n, path, "randint needs bounds: randint(lo, hi)");
   } else {
     /* split "(a, b)" at the comma outside parentheses */
     size_t len = strlen(open);
@@ -393,7 +393,8 @@ static int load_init(loader *ld, const yaml_node_t *n, const char *path, kevo_te
         return FAIL(ld, n, path, "%s(lo, hi): lo (%g) must be below hi (%g)", kinds[kind], a, b);
       if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_U8 && (a < 0 || b > 256))
         return FAIL(ld, n, path, "randint(%g, %g) does not fit u8 (0..256)", a, b);
-      if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_I32 && (a < -2147483648.0 || b > 2147483648.0))
+      if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_I32 &&
+          (a < -2147483648.0 || b > 2147483648.0))
         return FAIL(ld, n, path, "randint(%g, %g) does not fit i32", a, b);
     }
   }
@@ -523,11 +524,11 @@ static int load_cost(loader *ld, const yaml_node_t *top) {
   int rc = expect_type(ld, n, "cost", YAML_MAPPING_NODE);
   if (!rc) rc = check_keys(ld, n, "cost", (const char *const[]){"bytes", "flops", NULL});
   if (rc) return rc;
-  if ((v = lookup(ld, n, "bytes")) && (rc = get_expr(ld, v, "cost.bytes", WANT_COUNT,
-                                                     &ld->r->cost_bytes)))
+  if ((v = lookup(ld, n, "bytes")) &&
+      (rc = get_expr(ld, v, "cost.bytes", WANT_COUNT, &ld->r->cost_bytes)))
     return rc;
-  if ((v = lookup(ld, n, "flops")) && (rc = get_expr(ld, v, "cost.flops", WANT_COUNT,
-                                                     &ld->r->cost_flops)))
+  if ((v = lookup(ld, n, "flops")) &&
+      (rc = get_expr(ld, v, "cost.flops", WANT_COUNT, &ld->r->cost_flops)))
     return rc;
   return KEVO_OK;
 }
@@ -581,8 +582,7 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
     return FAIL(ld, v, kp, "unknown lang '%s' (cuda or triton)", src->lang);
   join_key(kp, path, "file");
   char *file = NULL;
-  if ((rc = require_key(ld, n, path, "file", &v)) || (rc = get_string(ld, v, kp, &file)))
-    return rc;
+  if ((rc = require_key(ld, n, path, "file", &v)) || (rc = get_string(ld, v, kp, &file))) return rc;
   yaml_node_t *file_node = v;
   size_t need = strlen(ld->r->dir) + strlen(file) + 2;
   src->file = malloc(need);
@@ -641,8 +641,7 @@ static int load_sources(loader *ld, const yaml_node_t *top) {
     char sp[PATH_LEN];
     join_index(sp, "seeds", i);
     ld->r->nseeds++;
-    if ((rc = load_source(ld, node(ld, n->data.sequence.items.start[i]), sp, 1,
-                          &ld->r->seeds[i])))
+    if ((rc = load_source(ld, node(ld, n->data.sequence.items.start[i]), sp, 1, &ld->r->seeds[i])))
       return rc;
   }
   return KEVO_OK;
@@ -651,9 +650,9 @@ static int load_sources(loader *ld, const yaml_node_t *top) {
 /* ---- the whole recipe ---- */
 
 static int load_top(loader *ld, yaml_node_t *top) {
-  static const char *const keys[] = {"kevo",    "name",    "summary",   "params", "shapes",
-                                     "inputs",  "outputs", "tolerance", "cost",   "reference",
-                                     "seeds",   "prompt",  NULL};
+  static const char *const keys[] = {"kevo",   "name",    "summary",   "params", "shapes",
+                                     "inputs", "outputs", "tolerance", "cost",   "reference",
+                                     "seeds",  "prompt",  NULL};
   kevo_recipe *r = ld->r;
   int rc = expect_type(ld, top, "recipe", YAML_MAPPING_NODE);
   if (!rc) rc = check_keys(ld, top, "", keys);
@@ -673,8 +672,7 @@ static int load_top(loader *ld, yaml_node_t *top) {
       return FAIL(ld, v, "name", "'%s': use letters, digits, '_', '-' and '.'", r->name);
   if ((v = lookup(ld, top, "summary")) && (rc = get_string(ld, v, "summary", &r->summary)))
     return rc;
-  if ((v = lookup(ld, top, "prompt")) && (rc = get_string(ld, v, "prompt", &r->prompt)))
-    return rc;
+  if ((v = lookup(ld, top, "prompt")) && (rc = get_string(ld, v, "prompt", &r->prompt))) return rc;
   if ((rc = load_params(ld, top))) return rc;
   if ((rc = load_tensors(ld, top, "inputs", KEVO_ROLE_INPUT))) return rc;
   size_t ninputs = r->ntensors;

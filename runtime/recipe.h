@@ -123,8 +123,8 @@ kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
  * frees it); *where is the file it comes from (r->path or s->file) and *line the line there of
  * its first line, so a Lua error at chunk line n is at *where:(*line + n - 1).
  * KEVO_E_RECIPE when there is none, KEVO_E_IO when the source cannot be read. */
-int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk,
-                       const char **where, int *line, kevo_error *err);
+int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk, const char **where,
+                       int *line, kevo_error *err);
 
 /* Evaluates an expression over a shape's params: integers, + - * / % (C semantics on
  * integers, / is exact on floats), ** , parentheses, unary minus, min(a,b), max(a,b),

@@ -146,8 +146,8 @@ static int launch_block(const char *text, char **chunk, int *line) {
   return 0;
 }
 
-int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk,
-                       const char **where, int *line, kevo_error *err) {
+int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk, const char **where,
+                       int *line, kevo_error *err) {
   *chunk = NULL;
   if (s->launch) {
     if (!(*chunk = strdup(s->launch))) return kevo_fail(err, KEVO_E_NOMEM, "out of memory");

@@ -74,8 +74,10 @@ int kevo_recipe_find(const char *name_or_path, char *out, size_t outlen, kevo_er
     size_t used = strlen(looked);
     snprintf(looked + used, sizeof looked - used, "%s%s", k ? ", " : "", sp.dirs[k]);
   }
-  return kevo_fail(err, KEVO_E_IO, "recipe '%s' not found (looked for %s.yaml in: %s; set "
-                   "KEVO_RECIPES or give a path)", arg, arg, looked);
+  return kevo_fail(err, KEVO_E_IO,
+                   "recipe '%s' not found (looked for %s.yaml in: %s; set "
+                   "KEVO_RECIPES or give a path)",
+                   arg, arg, looked);
 }
 
 static int by_name(const void *a, const void *b) {

@@ -117,8 +117,7 @@ static const struct bad bads[] = {
     {"bad_int_default_init.yaml", KEVO_E_RECIPE,
      "bad_int_default_init.yaml:10:8: inputs.idx.init: missing: i32 tensors need init: "
      "randint(lo, hi)"},
-    {"bad_no_launch.yaml", KEVO_E_RECIPE,
-     "bad_no_launch.yaml:18:9: reference.file: '"},
+    {"bad_no_launch.yaml", KEVO_E_RECIPE, "bad_no_launch.yaml:18:9: reference.file: '"},
     {"bad_output_init.yaml", KEVO_E_RECIPE,
      "bad_output_init.yaml:12:34: outputs.y.init: outputs have no init"},
     {"bad_dup_key.yaml", KEVO_E_RECIPE,
