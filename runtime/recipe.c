@@ -427,9 +427,12 @@ static int load_tensor(loader *ld, yaml_node_t *key, yaml_node_t *n, const char 
   yaml_node_t *v;
   join_key(kp, path, "dtype");
   if ((rc = require_key(ld, n, path, "dtype", &v))) return rc;
-  if (v->type != YAML_SCALAR_NODE || kevo_dtype_parse(scalar(v), &t->dtype))
+  if (v->type != YAML_SCALAR_NODE || is_null(v))
+    return FAIL(ld, v, kp, "expected a dtype (f32, f16, bf16, f64, i32, i64, u8), got %s",
+                describe(v));
+  if (kevo_dtype_parse(scalar(v), &t->dtype))
     return FAIL(ld, v, kp, "unknown dtype '%s' (one of f32, f16, bf16, f64, i32, i64, u8)",
-                v->type == YAML_SCALAR_NODE ? scalar(v) : describe(v));
+                scalar(v));
   join_key(kp, path, "shape");
   if ((rc = require_key(ld, n, path, "shape", &v))) return rc;
   if (v->type == YAML_SCALAR_NODE && !is_null(v))
