@@ -28,7 +28,7 @@ extern "C" __global__ void softmax_rows(const float *x, float *y, int M, int N) 
   __shared__ float red[BLOCK];
   const float *row = x + (size_t)blockIdx.x * N;
   float *out = y + (size_t)blockIdx.x * N;
-  float m = -INFINITY;
+  float m = -3.402823466e38f;
   for (int i = threadIdx.x; i < N; i += BLOCK) m = fmaxf(m, row[i]);
   red[threadIdx.x] = m;
   __syncthreads();
