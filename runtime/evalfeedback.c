@@ -67,6 +67,14 @@ static void compile_feedback(kevo_buf *b, const cJSON *res, const char *src, siz
   }
 }
 
+/* A number as text, or the string the worker sent for NaN and Inf. */
+static const char *val(const cJSON *o, const char *key, char *buf, size_t cap) {
+  const cJSON *v = cJSON_GetObjectItem(o, key);
+  if (cJSON_IsString(v)) return v->valuestring;
+  snprintf(buf, cap, "%.9g", cJSON_IsNumber(v) ? v->valuedouble : NAN);
+  return buf;
+}
+
 static void wrong_feedback(kevo_buf *b, const cJSON *res) {
   const cJSON *v = cJSON_GetObjectItem(res, "verify");
   const cJSON *w = cJSON_GetObjectItem(v, "worst");
@@ -84,11 +92,13 @@ static void wrong_feedback(kevo_buf *b, const cJSON *res) {
       kevo_buf_printf(b, "%s%.0f", first ? "" : ", ", i->valuedouble);
       first = 0;
     }
+    char e[64], a[64], ae[64], re[64];
     kevo_buf_printf(b,
-                    "] (flat index %.0f) at shape %s: expected %.9g, got %.9g (abs error %.3g, "
-                    "rel error %.3g).\n",
-                    num(w, "flat"), str(w, "shape"), num(w, "expected"), num(w, "actual"),
-                    num(w, "abs_err"), num(w, "rel_err"));
+                    "] (flat index %.0f) at shape %s: expected %s, got %s (abs error %s, "
+                    "rel error %s).\n",
+                    num(w, "flat"), str(w, "shape"), val(w, "expected", e, sizeof e),
+                    val(w, "actual", a, sizeof a), val(w, "abs_err", ae, sizeof ae),
+                    val(w, "rel_err", re, sizeof re));
   }
   const cJSON *flags = cJSON_GetObjectItem(v, "flags"), *f;
   cJSON_ArrayForEach(f, flags) {
