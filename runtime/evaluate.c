@@ -5,6 +5,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,12 @@ evalclient_stats evaluator_worker_stats(const evaluator *ev) {
 
 int evaluator_device(evaluator *ev, const cJSON **device, kevo_error *err) {
   return evalclient_device(ev->client, device, err);
+}
+
+/* NVRTC wants a bare file name for diagnostics. */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
 }
 
 static const char *arch_of(evaluator *ev) {
@@ -164,8 +171,10 @@ static int compile_reference(evaluator *ev) {
                          "the reference is %s; only CUDA references are built so far", ref->lang);
   int rc = read_source(ev->recipe, ref->file, &ev->ref_src, &ev->ref_err);
   if (rc) return ev->ref_rc = rc;
-  cuda_compile_opts o = {
-      .source = ev->ref_src.data, .len = ev->ref_src.len, .name = ref->file, .arch = arch_of(ev)};
+  cuda_compile_opts o = {.source = ev->ref_src.data,
+                         .len = ev->ref_src.len,
+                         .name = base_name(ref->file),
+                         .arch = arch_of(ev)};
   rc = cuda_compile(&o, &ev->ref_mod, &ev->ref_err);
   if (rc == KEVO_E_COMPILE && ev->ref_mod && ev->ref_mod->ndiags)
     kevo_fail(&ev->ref_err, rc, "%s:%d: %s", ref->file, ev->ref_mod->diags[0].line,
@@ -227,6 +236,91 @@ static int resolve_plans(evaluator *ev, const chunk *ch, const kevo_define *knob
     }
   }
   return KEVO_OK;
+}
+
+/* The knobs a launch chunk sees: those given, then the defaults the source gives itself in the
+ * documented form (docs/recipes.md) `#ifndef NAME` directly followed by `#define NAME value`,
+ * so a kernel compiled with its own defaults is launched with the same values. */
+typedef struct knob_set {
+  kevo_define d[128];
+  char *owned[256];
+  size_t n, nowned;
+} knob_set;
+
+static const char *skip_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  return p;
+}
+
+/* Parses "#<ws>word<ws>IDENT" at p; returns the end of IDENT (and IDENT) or NULL. */
+static const char *directive(const char *p, const char *end, const char *word, const char **id,
+                             size_t *idlen) {
+  p = skip_ws(p, end);
+  if (p >= end || *p != '#') return NULL;
+  p = skip_ws(p + 1, end);
+  size_t wl = strlen(word);
+  if ((size_t)(end - p) < wl || memcmp(p, word, wl) != 0) return NULL;
+  const char *q = skip_ws(p + wl, end);
+  if (q == p + wl) return NULL;
+  *id = q;
+  while (q < end && (isalnum((unsigned char)*q) || *q == '_'))
+    q++;
+  *idlen = (size_t)(q - *id);
+  return *idlen ? q : NULL;
+}
+
+static int knob_known(const knob_set *ks, const kevo_recipe *r, const char *name) {
+  for (size_t i = 0; i < ks->n; i++)
+    if (!strcmp(ks->d[i].name, name)) return 1;
+  for (size_t i = 0; i < r->nparams; i++)
+    if (!strcmp(r->params[i].name, name)) return 1;
+  return 0;
+}
+
+static void knobs_with_defaults(const kevo_define *given, size_t ngiven, const char *src,
+                                size_t len, const kevo_recipe *r, knob_set *ks) {
+  ks->n = ks->nowned = 0;
+  for (size_t i = 0; i < ngiven && ks->n < 128; i++)
+    ks->d[ks->n++] = given[i];
+  const char *p = src, *end = src + len;
+  while (p && p < end && ks->n < 128 && ks->nowned + 2 <= 256) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *id, *id2, *v;
+    size_t idlen, id2len;
+    if (nl && directive(p, nl, "ifndef", &id, &idlen)) {
+      const char *next = nl + 1, *next_end = memchr(next, '\n', (size_t)(end - next));
+      if (!next_end) next_end = end;
+      v = directive(next, next_end, "define", &id2, &id2len);
+      if (v && idlen == id2len && !memcmp(id, id2, idlen) && idlen < 128) {
+        char name[128];
+        memcpy(name, id, idlen);
+        name[idlen] = '\0';
+        v = skip_ws(v, next_end);
+        const char *vend = next_end;
+        for (const char *c = v; c + 1 < next_end; c++)
+          if (c[0] == '/' && (c[1] == '/' || c[1] == '*')) {
+            vend = c;
+            break;
+          }
+        while (vend > v && isspace((unsigned char)vend[-1]))
+          vend--;
+        if (vend > v && !knob_known(ks, r, name)) {
+          char *n = strdup(name), *val = strndup(v, (size_t)(vend - v));
+          if (n) ks->owned[ks->nowned++] = n;
+          if (val) ks->owned[ks->nowned++] = val;
+          if (n && val) ks->d[ks->n++] = (kevo_define){n, val};
+        }
+      }
+    }
+    p = nl ? nl + 1 : NULL;
+  }
+}
+
+static void knob_set_free(knob_set *ks) {
+  for (size_t i = 0; i < ks->nowned; i++)
+    free(ks->owned[i]);
+  ks->nowned = 0;
 }
 
 static double expr_at(const char *expr, const kevo_shape *sh, double def) {
@@ -451,8 +545,10 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
     cc = (chunk){b.text, b.len, name, b.line};
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
-  int lrc = resolve_plans(ev, &cc, cand->knobs, cand->nknobs, dev ? &ld : NULL, 0, cm, shapes,
-                          "candidate", &err);
+  knob_set ks;
+  knobs_with_defaults(cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
+  int lrc = resolve_plans(ev, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, cm, shapes, "candidate", &err);
+  knob_set_free(&ks);
   if (lrc && !(lrc == KEVO_E_NOGPU && nogpu[0])) {
     set_verdict(res, "launch_error", "compile", "%s", err.msg);
     goto done;
@@ -472,7 +568,10 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
     }
     rc_chunk = (chunk){b.text, b.len, ref->file, b.line};
   }
-  if (resolve_plans(ev, &rc_chunk, NULL, 0, &ld, 1, ev->ref_mod, shapes, "reference", &err)) {
+  knobs_with_defaults(NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  lrc = resolve_plans(ev, &rc_chunk, ks.d, ks.n, &ld, 1, ev->ref_mod, shapes, "reference", &err);
+  knob_set_free(&ks);
+  if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
     goto done;
   }
@@ -507,7 +606,7 @@ done:
 static void compile_opts_of(evaluator *ev, const eval_candidate *c, cuda_compile_opts *o) {
   *o = (cuda_compile_opts){.source = c->source,
                            .len = c->len,
-                           .name = c->name ? c->name : "candidate.cu",
+                           .name = base_name(c->name ? c->name : "candidate.cu"),
                            .arch = arch_of(ev),
                            .defines = c->knobs,
                            .ndefines = c->nknobs};
