@@ -85,6 +85,27 @@ static int extract_triton(const char *src, size_t len, launch_block *out, kevo_e
     out->line = line_of(src, best);
     return KEVO_OK;
   }
+  /* KEVO_LAUNCH = """...""" (docs/triton.md): the string's text is the chunk */
+  for (const char *k = find_in(src, len, "KEVO_LAUNCH", 0); k;
+       k = find_in(src, len, "KEVO_LAUNCH", (size_t)(k - src) + 1)) {
+    const char *p = k + strlen("KEVO_LAUNCH"), *end = src + len;
+    while (p < end && (*p == ' ' || *p == '\t'))
+      p++;
+    if (p >= end || *p != '=') continue;
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+      p++;
+    if (end - p < 3 || (memcmp(p, "'''", 3) && memcmp(p, "\"\"\"", 3))) continue;
+    char quote[4] = {p[0], p[0], p[0], 0};
+    const char *close = find_in(src, len, quote, (size_t)(p - src) + 3);
+    if (!close)
+      return kevo_fail(err, KEVO_E_LAUNCH, "line %d: the KEVO_LAUNCH string is never closed",
+                       line_of(src, k));
+    out->text = p + 3;
+    out->len = (size_t)(close - (p + 3));
+    out->line = line_of(src, p);
+    return KEVO_OK;
+  }
   const char *c = find_in(src, len, "# kevo:launch", 0);
   if (c)
     return kevo_fail(err, KEVO_E_LAUNCH,

@@ -4,7 +4,8 @@
  * or from a block in the source itself:
  *   CUDA:   a comment    / * kevo:launch ... * /   (the first one in the file)
  *   Triton: a Python triple-quoted string that starts with kevo:launch, either quote kind:
- *           '''kevo:launch ... '''   or   """kevo:launch ... """   (the first one in the file).
+ *           '''kevo:launch ... '''   or   """kevo:launch ... """   (the first one in the file),
+ *           else the string assigned to KEVO_LAUNCH = """...""" (docs/triton.md).
  *           `# kevo:launch` comment lines are not read: put the chunk in the string.
  * The chunk runs in a fresh sandbox (small memory, instruction and time budget) whose only
  * globals are the shape's params, the candidate's knobs, cdiv, min, max, the scalar wrappers

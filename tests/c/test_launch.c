@@ -83,6 +83,10 @@ static void test_extract(void) {
   const char *py2 = "x = 1\n\"\"\"kevo:launch\nreturn {}\n\"\"\"\n";
   CHECK(launch_extract("triton", py2, strlen(py2), &b, &err) == KEVO_OK);
   CHECK(b.line == 2 && memmem(b.text, b.len, "return {}", 9) != NULL);
+  const char *assigned = "import triton\nKEVO_LAUNCH = \"\"\"\nreturn {}\n\"\"\"\n";
+  CHECK(launch_extract("triton", assigned, strlen(assigned), &b, &err) == KEVO_OK);
+  CHECK(b.line == 2 && memmem(b.text, b.len, "return {}", 9) != NULL);
+  CHECK(memmem(b.text, b.len, "\"", 1) == NULL);
   const char *comments = "# kevo:launch\n# return {}\n";
   CHECK(launch_extract("triton", comments, strlen(comments), &b, &err) == KEVO_E_LAUNCH);
   CHECK_STR_CONTAINS(err.msg, "'''kevo:launch");
