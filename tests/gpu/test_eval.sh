@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Needs a GPU. (1) Every recipe's reference and seeds are judged ok by `kevo eval`.
 # (2) Every kernel in tests/adversarial/expected.txt (lines `file recipe expected_verdict`,
-# # comments) gets its verdict, in file order, through ONE evaluator per recipe, so a good
+# # comments; "a|b" accepts either) gets its verdict, in file order, through ONE evaluator per recipe, so a good
 # kernel judged after a crash or a hang proves the worker was replaced and the search goes on.
 set -u
 tmp=$(mktemp -d)
@@ -52,17 +52,20 @@ for line in io.lines(list) do
     local path = recipe:match("%.yaml$") and (src .. "/" .. recipe) or (src .. "/recipes/" .. recipe .. ".yaml")
     local ev = evs[path]
     if not ev then
-      ev = assert(evaluator.new{recipe = path, deadline_s = 30})
+      ev = assert(evaluator.new{recipe = path, deadline_s = 20})
       evs[path] = ev
     end
     local f = assert(io.open(src .. "/tests/adversarial/" .. file))
     local text = f:read("a")
     f:close()
     local lang = file:match("%.py$") and "triton" or "cuda"
-    local res = ev:evaluate{lang = lang, source = text, name = file, bench = want == "ok" or want == "implausible"}
+    -- bench always: some kernels only go wrong after many calls, or time impossibly fast
+    local res = ev:evaluate{lang = lang, source = text, name = file}
     n = n + 1
-    local mark = res.verdict == want and "ok  " or "FAIL"
-    if res.verdict ~= want then fails = fails + 1 end
+    local right = false
+    for alt in want:gmatch("[^|]+") do right = right or res.verdict == alt end
+    local mark = right and "ok  " or "FAIL"
+    if not right then fails = fails + 1 end
     print(string.format("%s %-32s want %-16s got %-16s %s", mark, file, want, res.verdict, res.message))
   end
 end
