@@ -392,7 +392,10 @@ void evalclient_free(evalclient *c) {
     cJSON_AddStringToObject(bye, "op", "bye");
     cJSON_AddNumberToObject(bye, "id", (double)++c->next_id);
     kevo_error ignored;
-    send_frame(c, bye, NULL, 0, now_ms() + 200, &ignored);
+    if (send_frame(c, bye, NULL, 0, now_ms() + 200, &ignored) == KEVO_OK) {
+      kevo_frame f; /* take its answer, so it does not write into a closed pipe */
+      if (kevo_frame_read(c->from_fd, &f, REAP_GRACE_MS, &ignored) == KEVO_OK) kevo_frame_free(&f);
+    }
     cJSON_Delete(bye);
     reap(c, REAP_GRACE_MS, NULL, 0);
   }
