@@ -1,7 +1,9 @@
 #include "evaluate.h"
 
 #include "buf.h"
+#include "evaltriton.h"
 #include "launch.h"
+#include "triton.h"
 
 #include <cjson/cJSON.h>
 
@@ -24,6 +26,10 @@ struct evaluator {
   cuda_module *ref_mod;
   kevo_error ref_err;
   kevo_buf ref_src;
+  /* the Triton compile servers, started on the first Triton candidate */
+  triton_pool *tp;
+  int tp_rc;
+  kevo_error tp_err;
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -49,6 +55,7 @@ void evaluator_free(evaluator *ev) {
   if (!ev) return;
   evalclient_free(ev->client);
   cuda_module_free(ev->ref_mod);
+  triton_pool_free(ev->tp);
   kevo_buf_free(&ev->ref_src);
   kevo_recipe_free(ev->recipe);
   free(ev);
@@ -187,19 +194,21 @@ typedef struct chunk {
   size_t len;
   const char *name;
   int line;
+  const char *lang; /* of the source it launches */
 } chunk;
 
-/* Every plan of one side (candidate or reference) for every shape into shapes[i][key]. */
-static int resolve_plans(evaluator *ev, const chunk *ch, const kevo_define *knobs, size_t nknobs,
-                         const launch_device *dev, int module, const cuda_module *mod,
-                         cJSON *shapes, const char *key, kevo_error *err) {
-  const kevo_recipe *r = ev->recipe;
+/* Every plan of one side (candidate or reference) for the first nshapes shapes into
+ * shapes[i][key]. */
+static int resolve_plans(const kevo_recipe *r, size_t nshapes, const chunk *ch,
+                         const kevo_define *knobs, size_t nknobs, const launch_device *dev,
+                         int module, const cuda_module *mod, cJSON *shapes, const char *key,
+                         kevo_error *err) {
   const char *names[64];
   size_t nb = r->ntensors < 64 ? r->ntensors : 64;
   for (size_t i = 0; i < nb; i++)
     names[i] = r->tensors[i].name;
   launch_param params[64];
-  for (size_t s = 0; s < r->nshapes; s++) {
+  for (size_t s = 0; s < nshapes && s < r->nshapes; s++) {
     const kevo_shape *sh = &r->shapes[s];
     size_t np = sh->nparams < 64 ? sh->nparams : 64;
     for (size_t i = 0; i < np; i++)
@@ -211,7 +220,8 @@ static int resolve_plans(evaluator *ev, const chunk *ch, const kevo_define *knob
                       .buffers = names,
                       .nbuffers = nb,
                       .device = dev,
-                      .module = module};
+                      .module = module,
+                      .block_optional = !strcmp(ch->lang, "triton")};
     cJSON *plan = NULL;
     int rc = launch_resolve(ch->text, ch->len, ch->name, ch->line, &env, &plan, err);
     if (rc) return kevo_fail_prefix(err, "at shape %s: ", sh->label);
@@ -278,11 +288,33 @@ static int knob_known(const knob_set *ks, const kevo_recipe *r, const char *name
   return 0;
 }
 
-static void knobs_with_defaults(const kevo_define *given, size_t ngiven, const char *src,
-                                size_t len, const kevo_recipe *r, knob_set *ks) {
+static void knob_add(knob_set *ks, const kevo_recipe *r, const char *name, const char *value) {
+  if (ks->n >= 128 || ks->nowned + 2 > 256 || knob_known(ks, r, name)) return;
+  char *n = strdup(name), *val = strdup(value);
+  if (n) ks->owned[ks->nowned++] = n;
+  if (val) ks->owned[ks->nowned++] = val;
+  if (n && val) ks->d[ks->n++] = (kevo_define){n, val};
+}
+
+/* A Triton source's defaults: `NAME: tl.constexpr = value`, and the compile options'. */
+static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
+  char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
+  size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
+  for (size_t i = 0; i < n; i++)
+    knob_add(ks, r, names[i], values[i]);
+  knob_add(ks, r, "num_warps", "4");
+  knob_add(ks, r, "num_stages", "3");
+}
+
+static void knobs_with_defaults(const char *lang, const kevo_define *given, size_t ngiven,
+                                const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
   ks->n = ks->nowned = 0;
   for (size_t i = 0; i < ngiven && ks->n < 128; i++)
     ks->d[ks->n++] = given[i];
+  if (!strcmp(lang, "triton")) {
+    triton_defaults(src, len, r, ks);
+    return;
+  }
   const char *p = src, *end = src + len;
   while (p && p < end && ks->n < 128 && ks->nowned + 2 <= 256) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -332,15 +364,14 @@ static double expr_at(const char *expr, const kevo_shape *sh, double def) {
 
 /* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
  * bench, cost. */
-static int build_request(evaluator *ev, cJSON *req, kevo_error *err) {
+static int build_request(evaluator *ev, cJSON *req, int ncand, kevo_error *err) {
   const kevo_recipe *r = ev->recipe;
   cJSON_AddStringToObject(req, "op", "evaluate");
   cJSON *mods = cJSON_AddArrayToObject(req, "modules");
-  const char *roles[2] = {"candidate", "reference"};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i <= ncand; i++) { /* the candidate's modules, then the reference */
     cJSON *m = cJSON_CreateObject();
     cJSON_AddNumberToObject(m, "blob", i);
-    cJSON_AddStringToObject(m, "role", roles[i]);
+    cJSON_AddStringToObject(m, "role", i < ncand ? "candidate" : "reference");
     cJSON_AddItemToArray(mods, m);
   }
   static const char *const init_kinds[] = {"normal", "uniform", "randint"};
@@ -471,24 +502,107 @@ static void merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev) {
     cJSON_AddNumberToObject(bench, "roofline_pct", 100.0 * gbps / peak);
 }
 
-/* Judges one candidate whose compilation (if CUDA) is done: cm, crc, cerr as cuda_compile left
- * them. Always returns a result (NULL only out of memory). */
-static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, int crc,
-                    const kevo_error *cerr) {
-  cJSON *res = cJSON_CreateObject();
-  if (!res) return NULL;
-  set_verdict(res, "error", "compile", "not judged");
-  const char *name = cand->name ? cand->name : "candidate.cu";
-  cJSON_AddItemToObject(res, "compile", compile_json(cm, arch_of(ev)));
-  kevo_error err = {0};
-  cJSON *req = NULL;
+/* What compiling one candidate left: a CUDA module, or a Triton candidate's jobs (prepared
+ * from its launch chunk at the benchmark shape, then compiled), or why it could not be. */
+typedef struct built {
+  cuda_module *cm;
+  int crc;
+  kevo_error cerr;
+  evtri_prep tp;
+  const char *pverdict; /* Triton preparation failed with this verdict (launch_error, no_gpu) */
+  kevo_error perr;
+} built;
 
-  if (!strcmp(cand->lang, "triton")) {
-    set_verdict(res, "error", "compile",
-                "Triton path not built yet: this build judges CUDA candidates only");
-    goto done;
+static const char *dtype_of(const char *name, void *ud) {
+  const kevo_recipe *r = ud;
+  for (size_t i = 0; i < r->ntensors; i++)
+    if (!strcmp(r->tensors[i].name, name)) return kevo_dtype_name(r->tensors[i].dtype);
+  return NULL;
+}
+
+/* The candidate's launch chunk: the given one, else the source's kevo:launch block. */
+static int candidate_chunk(const eval_candidate *cand, const char *name, chunk *out,
+                           kevo_error *err) {
+  *out = (chunk){cand->launch, cand->launch ? strlen(cand->launch) : 0,
+                 cand->launch_name ? cand->launch_name : "launch",
+                 cand->launch_line > 0 ? cand->launch_line : 1, cand->lang};
+  if (cand->launch) return KEVO_OK;
+  launch_block b;
+  if (launch_extract(cand->lang, cand->source, cand->len, &b, err))
+    return kevo_fail_prefix(err, "%s: ", name);
+  *out = (chunk){b.text, b.len, name, b.line, cand->lang};
+  return KEVO_OK;
+}
+
+static const char *cand_name(const eval_candidate *c) {
+  return c->name ? c->name : !strcmp(c->lang, "triton") ? "candidate.py" : "candidate.cu";
+}
+
+/* A Triton candidate before compiling: resolves its launch chunk at the benchmark shape into
+ * the compile jobs (their signatures come from the launch's arguments). */
+static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSON *dev, built *b) {
+  chunk cc;
+  if (candidate_chunk(cand, cand_name(cand), &cc, &b->perr)) {
+    b->pverdict = "launch_error";
+    return;
   }
-  if (crc == KEVO_E_COMPILE || (cm && !cm->ok)) {
+  launch_device ld;
+  device_of(dev, &ld);
+  cJSON *shapes = cJSON_CreateArray();
+  cJSON_AddItemToArray(shapes, cJSON_CreateObject());
+  knob_set ks;
+  knobs_with_defaults("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
+                      &ks);
+  int rc = resolve_plans(ev->recipe, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
+                         "candidate", &b->perr);
+  knob_set_free(&ks);
+  if (rc == KEVO_E_NOGPU) {
+    b->pverdict = "no_gpu";
+  } else if (rc) {
+    b->pverdict = "launch_error";
+  } else if (evtri_prepare(cJSON_GetObjectItem(cJSON_GetArrayItem(shapes, 0), "candidate"),
+                           cand->source, cand->len, cand->knobs, cand->nknobs, dtype_of, ev->recipe,
+                           &b->tp, &b->perr)) {
+    b->pverdict = "launch_error";
+  }
+  cJSON_Delete(shapes);
+}
+
+static triton_pool *pool_of(evaluator *ev) {
+  if (!ev->tp && !ev->tp_rc) {
+    triton_pool_opts o = {.arch = arch_of(ev)};
+    ev->tp_rc = triton_pool_new(&o, &ev->tp, &ev->tp_err);
+  }
+  return ev->tp;
+}
+
+/* Sets the verdict of a candidate that did not compile; 1 when it did not. */
+static int compile_failed(evaluator *ev, cJSON *res, const eval_candidate *cand, built *b) {
+  const char *name = cand_name(cand);
+  if (!strcmp(cand->lang, "triton")) {
+    if (b->pverdict) {
+      set_verdict(res, b->pverdict, !strcmp(b->pverdict, "no_gpu") ? "verify" : "compile", "%s%s",
+                  !strcmp(b->pverdict, "no_gpu") ? "resolving the launch needs a GPU: " : "",
+                  b->perr.msg);
+      return 1;
+    }
+    const evtri_job *j = evtri_failed(&b->tp);
+    if (!j) return 0;
+    if (j->rc == KEVO_E_COMPILE && j->mod && j->mod->ndiags) {
+      const triton_diag *d = &j->mod->diags[0];
+      set_verdict(res, "compile_error", "compile", "%zu error%s; first: %s:%d:%d: %s",
+                  j->mod->ndiags, j->mod->ndiags == 1 ? "" : "s", name, d->line, d->col,
+                  d->message ? d->message : "");
+    } else if (j->rc == KEVO_E_COMPILE) {
+      set_verdict(res, "compile_error", "compile", "%s", j->err.msg);
+    } else {
+      set_verdict(res, "error", "compile", "compiling %s with Triton failed: %s: %s", j->kernel,
+                  kevo_code(j->rc ? j->rc : KEVO_E_COMPILE), j->err.msg);
+    }
+    return 1;
+  }
+  cuda_module *cm = b->cm;
+  if (b->crc == KEVO_E_COMPILE || (cm && !cm->ok)) {
     int n = count_errors(cm);
     const cuda_diag *d = NULL;
     for (size_t i = 0; cm && i < cm->ndiags && !d; i++)
@@ -498,13 +612,35 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
                   n == 1 ? "" : "s", name, d->line, d->col, d->message);
     else
       set_verdict(res, "compile_error", "compile", "%s",
-                  cerr->msg[0] ? cerr->msg : "did not compile");
-    goto done;
+                  b->cerr.msg[0] ? b->cerr.msg : "did not compile");
+    return 1;
   }
-  if (crc || !cm) {
-    set_verdict(res, "error", "compile", "compiling failed: %s: %s", kevo_code(crc), cerr->msg);
-    goto done;
+  if (b->crc || !cm) {
+    set_verdict(res, "error", "compile", "compiling failed: %s: %s", kevo_code(b->crc),
+                b->cerr.msg);
+    return 1;
   }
+  (void)ev;
+  return 0;
+}
+
+/* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
+ * of memory). */
+static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
+  cJSON *res = cJSON_CreateObject();
+  if (!res) return NULL;
+  set_verdict(res, "error", "compile", "not judged");
+  const char *name = cand_name(cand);
+  int tri = !strcmp(cand->lang, "triton");
+  cJSON_AddItemToObject(res, "compile",
+                        tri ? evtri_compile_json(&b->tp, arch_of(ev))
+                            : compile_json(b->cm, arch_of(ev)));
+  kevo_error err = {0};
+  cJSON *req = NULL;
+  kevo_blob blobs[EVTRI_MAX_JOBS + 1];
+  int ncand = tri ? (int)b->tp.njobs : 1;
+
+  if (compile_failed(ev, res, cand, b)) goto done;
   if (compile_reference(ev)) {
     set_verdict(res, "error", "compile", "the recipe's reference does not build: %s",
                 ev->ref_err.msg);
@@ -531,26 +667,23 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
 
   req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", name);
-  if (build_request(ev, req, &err)) {
+  if (build_request(ev, req, ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }
-  chunk cc = {cand->launch, cand->launch ? strlen(cand->launch) : 0,
-              cand->launch_name ? cand->launch_name : "launch",
-              cand->launch_line > 0 ? cand->launch_line : 1};
-  if (!cand->launch) {
-    launch_block b;
-    if (launch_extract(cand->lang, cand->source, cand->len, &b, &err)) {
-      set_verdict(res, "launch_error", "compile", "%s: %s", name, err.msg);
-      goto done;
-    }
-    cc = (chunk){b.text, b.len, name, b.line};
+  chunk cc;
+  if (candidate_chunk(cand, name, &cc, &err)) {
+    set_verdict(res, "launch_error", "compile", "%s", err.msg);
+    goto done;
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
   knob_set ks;
-  knobs_with_defaults(cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
-  int lrc = resolve_plans(ev, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, cm, shapes, "candidate", &err);
+  knobs_with_defaults(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
+                      &ks);
+  int lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
+                          tri ? NULL : b->cm, shapes, "candidate", &err);
   knob_set_free(&ks);
+  if (!lrc && tri) lrc = evtri_finish(&b->tp, shapes, dtype_of, ev->recipe, &err);
   if (lrc && !(lrc == KEVO_E_NOGPU && nogpu[0])) {
     set_verdict(res, "launch_error", "compile", "%s", err.msg);
     goto done;
@@ -561,28 +694,32 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
   }
   const kevo_source *ref = &ev->recipe->reference;
   chunk rc_chunk = {ref->launch, ref->launch ? strlen(ref->launch) : 0, ev->recipe->path,
-                    ref->launch_line};
+                    ref->launch_line, ref->lang};
   if (!ref->launch) {
-    launch_block b;
-    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &b, &err)) {
+    launch_block lb;
+    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &lb, &err)) {
       set_verdict(res, "error", "compile", "the recipe's reference: %s: %s", ref->file, err.msg);
       goto done;
     }
-    rc_chunk = (chunk){b.text, b.len, ref->file, b.line};
+    rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
   }
-  knobs_with_defaults(NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
-  lrc = resolve_plans(ev, &rc_chunk, ks.d, ks.n, &ld, 1, ev->ref_mod, shapes, "reference", &err);
+  knobs_with_defaults(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &rc_chunk, ks.d, ks.n, &ld, ncand,
+                      ev->ref_mod, shapes, "reference", &err);
   knob_set_free(&ks);
   if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
     goto done;
   }
 
-  kevo_blob blobs[2] = {{cm->cubin, cm->cubin_size}, {ev->ref_mod->cubin, ev->ref_mod->cubin_size}};
+  for (int i = 0; i < ncand; i++)
+    blobs[i] = tri ? (kevo_blob){b->tp.jobs[i].mod->cubin, b->tp.jobs[i].mod->cubin_size}
+                   : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
+  blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
   kevo_frame reply;
   evalclient_stats before = evalclient_get_stats(ev->client);
   double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : DEFAULT_DEADLINE_S;
-  int wrc = evalclient_request(ev->client, req, blobs, 2, deadline, &reply, &err);
+  int wrc = evalclient_request(ev->client, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
   if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
                 "no result within %.0f s: the kernel probably never finishes (the worker was "
@@ -605,15 +742,6 @@ done:
   return res;
 }
 
-static void compile_opts_of(evaluator *ev, const eval_candidate *c, cuda_compile_opts *o) {
-  *o = (cuda_compile_opts){.source = c->source,
-                           .len = c->len,
-                           .name = base_name(c->name ? c->name : "candidate.cu"),
-                           .arch = arch_of(ev),
-                           .defines = c->knobs,
-                           .ndefines = c->nknobs};
-}
-
 static int check_candidate(const eval_candidate *c, kevo_error *err) {
   if (!c->lang || (strcmp(c->lang, "cuda") && strcmp(c->lang, "triton")))
     return kevo_fail(err, KEVO_E_ARG, "lang must be \"cuda\" or \"triton\", got '%s'",
@@ -626,47 +754,111 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
   return evaluator_run_many(ev, cand, 1, result, err);
 }
 
+/* Compiles every Triton job of the batch on the pool's servers at once. */
+static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n) {
+  size_t njobs = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict) njobs += bs[i].tp.njobs;
+  if (!njobs) return;
+  triton_compile_opts *o = calloc(njobs, sizeof *o);
+  triton_module **mods = calloc(njobs, sizeof *mods);
+  int *rcs = calloc(njobs, sizeof *rcs);
+  kevo_error *errs = calloc(njobs, sizeof *errs);
+  triton_pool *p = pool_of(ev);
+  size_t k = 0;
+  for (size_t i = 0; o && mods && rcs && errs && i < n; i++) {
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    for (size_t j = 0; j < bs[i].tp.njobs; j++)
+      evtri_compile_opts(&bs[i].tp, j, cands[i].source, cands[i].len, cand_name(&cands[i]),
+                         arch_of(ev), &o[k++]);
+  }
+  if (p && k == njobs) triton_compile_many(p, o, njobs, mods, rcs, errs);
+  k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    for (size_t j = 0; j < bs[i].tp.njobs; j++, k++) {
+      evtri_job *jb = &bs[i].tp.jobs[j];
+      if (!p) {
+        jb->rc = ev->tp_rc;
+        jb->err = ev->tp_err;
+      } else if (k < njobs && mods && rcs && errs && o) {
+        jb->mod = mods[k];
+        jb->rc = rcs[k];
+        jb->err = errs[k];
+      } else {
+        jb->rc = kevo_fail(&jb->err, KEVO_E_NOMEM, "no memory to compile %zu kernels", njobs);
+      }
+    }
+  }
+  free(o);
+  free(mods);
+  free(rcs);
+  free(errs);
+}
+
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err) {
   for (size_t i = 0; i < n; i++) {
     results[i] = NULL;
     if (check_candidate(&cands[i], err)) return kevo_fail_prefix(err, "candidate %zu: ", i + 1);
   }
+  built *bs = calloc(n ? n : 1, sizeof *bs);
   cuda_compile_opts *opts = calloc(n ? n : 1, sizeof *opts);
   size_t *which = calloc(n ? n : 1, sizeof *which);
   cuda_module **mods = calloc(n ? n : 1, sizeof *mods);
   int *rcs = calloc(n ? n : 1, sizeof *rcs);
   kevo_error *errs = calloc(n ? n : 1, sizeof *errs);
   int rc = KEVO_OK;
-  if (!opts || !which || !mods || !rcs || !errs) {
+  if (!bs || !opts || !which || !mods || !rcs || !errs) {
     rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
     goto out;
   }
+  /* Triton: launch chunks first (they give the signatures), then every compile at once. */
+  const cJSON *dev = NULL;
+  int have_dev = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(cands[i].lang, "triton")) continue;
+    if (have_dev < 0) {
+      kevo_error derr = {0};
+      have_dev = evaluator_device(ev, &dev, &derr) == KEVO_OK;
+      if (!have_dev) dev = NULL;
+    }
+    triton_prepare(ev, &cands[i], dev, &bs[i]);
+  }
+  compile_triton(ev, cands, bs, n);
   size_t ncuda = 0;
   for (size_t i = 0; i < n; i++)
     if (!strcmp(cands[i].lang, "cuda")) {
-      compile_opts_of(ev, &cands[i], &opts[ncuda]);
+      opts[ncuda] = (cuda_compile_opts){.source = cands[i].source,
+                                        .len = cands[i].len,
+                                        .name = base_name(cand_name(&cands[i])),
+                                        .arch = arch_of(ev),
+                                        .defines = cands[i].knobs,
+                                        .ndefines = cands[i].nknobs};
       which[ncuda++] = i;
     }
   if (ncuda == 1)
     rcs[0] = cuda_compile(&opts[0], &mods[0], &errs[0]);
   else if (ncuda > 1)
     cuda_compile_many(opts, ncuda, mods, rcs, errs);
-  for (size_t i = 0, k = 0; i < n; i++) {
-    int is_cuda = k < ncuda && which[k] == i;
-    cuda_module *m = is_cuda ? mods[k] : NULL;
-    int crc = is_cuda ? rcs[k] : KEVO_OK;
-    kevo_error none = {0};
-    results[i] = judge(ev, &cands[i], m, crc, is_cuda ? &errs[k] : &none);
-    if (is_cuda) k++;
+  for (size_t k = 0; k < ncuda; k++) {
+    bs[which[k]].cm = mods[k];
+    bs[which[k]].crc = rcs[k];
+    bs[which[k]].cerr = errs[k];
+  }
+  for (size_t i = 0; i < n; i++) {
+    results[i] = judge(ev, &cands[i], &bs[i]);
     if (!results[i]) {
       rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");
       break;
     }
   }
-  for (size_t k = 0; k < ncuda; k++)
-    cuda_module_free(mods[k]);
+  for (size_t i = 0; i < n; i++) {
+    cuda_module_free(bs[i].cm);
+    evtri_prep_free(&bs[i].tp);
+  }
 out:
+  free(bs);
   free(opts);
   free(which);
   free(mods);
