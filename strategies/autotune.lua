@@ -177,5 +177,6 @@ end
 return {
   name = "autotune",
   describe = "tunes template knobs: exhaustive when the space is small, else annealing",
-  run = run,
+  options = {"method", "exhaustive_max", "samples", "batch", "top", "t0", "cooling"},
+        run = run,
 }

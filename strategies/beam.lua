@@ -52,4 +52,5 @@ local function run(ctx, opts)
 end
 
 return {name = "beam", describe = "keeps the k best kernels, expands each with n LLM rewrites per round",
+        options = {"width", "n", "rounds"},
         run = run}

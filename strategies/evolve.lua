@@ -176,4 +176,5 @@ end
 
 return {name = "evolve",
         describe = "evolutionary islands with migration and a MAP-Elites archive over two descriptors",
+        options = {"islands", "population", "generations", "migrate_every", "elite_rate", "crossover", "descriptors"},
         run = run}

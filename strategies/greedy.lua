@@ -47,4 +47,5 @@ local function run(ctx, opts)
 end
 
 return {name = "greedy", describe = "refines the best kernel with the LLM, feeding back the last result",
+        options = {"steps", "n"},
         run = run}

@@ -104,4 +104,5 @@ local function run(ctx, opts)
 end
 
 return {name = "uct", describe = "tree search over candidate lineage, choosing where to expand by UCT",
+        options = {"iterations", "n", "max_children", "c"},
         run = run}
