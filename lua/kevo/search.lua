@@ -358,6 +358,7 @@ function Ctx:evaluate(cands)
   if cands.source then cands = {cands} end -- one candidate given bare
   for i, c in ipairs(cands) do check_candidate(c, i) end
   self:_check_stop("evaluate")
+  if #cands == 0 then return {} end
   local left = self:budget_left().evals
   local out, todo, todo_pos, truncated = {}, {}, {}, false
   local batch_keys = {}
