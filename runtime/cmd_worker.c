@@ -1,0 +1,129 @@
+/* kevo worker: the evaluator process that owns one GPU (docs/worker.md). Reads request frames
+ * on stdin, writes one reply frame per request on stdout, and nothing else there: fd 1 is
+ * moved aside at start and pointed at stderr, so even a kernel's printf cannot corrupt the
+ * stream. Started by the driver, one per GPU; dies with its parent. */
+#include "gpueval.h"
+#include "proto.h"
+#include "registry.h"
+
+#include <cjson/cJSON.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static int reply(int fd, cJSON *msg, const cJSON *id) {
+  if (id) cJSON_AddItemToObject(msg, "id", cJSON_Duplicate(id, 1));
+  kevo_error err = {0};
+  int rc = kevo_frame_write(fd, msg, NULL, 0, &err);
+  if (rc) fprintf(stderr, "kevo worker: %s\n", err.msg);
+  cJSON_Delete(msg);
+  return rc;
+}
+
+static cJSON *error_reply(const char *code, const char *msg) {
+  cJSON *r = cJSON_CreateObject();
+  char text[2300];
+  snprintf(text, sizeof text, "%s: %s", code, msg);
+  cJSON_AddBoolToObject(r, "ok", 0);
+  cJSON_AddStringToObject(r, "error", text);
+  return r;
+}
+
+/* An evaluate request where no GPU could be opened: the result's verdict no_gpu. */
+static cJSON *no_gpu_result(const char *why) {
+  cJSON *r = cJSON_CreateObject();
+  char text[2300];
+  snprintf(text, sizeof text, "E_NOGPU: %s", why);
+  cJSON_AddBoolToObject(r, "ok", 0);
+  cJSON_AddStringToObject(r, "verdict", "no_gpu");
+  cJSON_AddStringToObject(r, "stage", "verify");
+  cJSON_AddStringToObject(r, "message", text);
+  return r;
+}
+
+static int worker_main(int argc, char **argv) {
+  int ordinal = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+      ordinal = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: kevo worker [--device N]\n");
+      return KEVO_EXIT_USAGE;
+    }
+  }
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) return KEVO_EXIT_FAILED; /* the parent died before prctl */
+  signal(SIGPIPE, SIG_IGN);                         /* a gone driver is an EPIPE, handled */
+  int out = dup(STDOUT_FILENO);
+  if (out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    fprintf(stderr, "kevo worker: cannot set up stdout: %s\n", strerror(errno));
+    return KEVO_EXIT_FAILED;
+  }
+  kevo_gpu *gpu = NULL;
+  kevo_error gerr = {0};
+  int opened = 0, rc = KEVO_EXIT_OK;
+  for (;;) {
+    kevo_frame f;
+    kevo_error err = {0};
+    if (kevo_frame_read(STDIN_FILENO, &f, -1, &err)) {
+      if (err.status == KEVO_E_IO) break; /* the driver closed the pipe: done */
+      fprintf(stderr, "kevo worker: %s\n", err.msg);
+      rc = KEVO_EXIT_USAGE;
+      break;
+    }
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(f.header, "id");
+    const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f.header, "op"));
+    int stop = 0, fatal = 0;
+    cJSON *msg;
+    if (op && (!strcmp(op, "hello") || !strcmp(op, "evaluate")) && !opened) {
+      opened = 1;
+      if (kevo_gpu_open(ordinal, &gpu, &gerr)) gpu = NULL;
+    }
+    if (!op) {
+      msg = error_reply("E_PARSE", "a request needs an \"op\"");
+    } else if (!strcmp(op, "bye")) {
+      msg = cJSON_CreateObject();
+      cJSON_AddBoolToObject(msg, "ok", 1);
+      stop = 1;
+    } else if (!strcmp(op, "hello")) {
+      if (gpu) {
+        msg = cJSON_CreateObject();
+        cJSON_AddBoolToObject(msg, "ok", 1);
+        cJSON_AddItemToObject(msg, "device", kevo_gpu_device_json(gpu));
+      } else {
+        msg = error_reply(kevo_code(gerr.status), gerr.msg);
+      }
+    } else if (!strcmp(op, "evaluate")) {
+      msg = gpu ? kevo_gpu_evaluate(gpu, f.header, f.blobs, f.nblobs, &fatal)
+                : no_gpu_result(gerr.msg);
+    } else {
+      char text[256];
+      snprintf(text, sizeof text, "unknown op '%.100s'", op);
+      msg = error_reply("E_PARSE", text);
+    }
+    int wrc = reply(out, msg, id);
+    kevo_frame_free(&f);
+    if (fatal) {
+      rc = KEVO_EXIT_FAILED; /* the context is gone: exit, the driver starts a fresh worker */
+      gpu = NULL;            /* nothing of it can be released safely */
+      break;
+    }
+    if (stop || wrc) break;
+  }
+  kevo_gpu_close(gpu);
+  close(out);
+  return rc;
+}
+
+const struct kevo_command kevo_cmd_worker = {
+    "worker", "the evaluator process that owns a GPU (started by kevo itself)",
+    "usage: kevo worker [--device N]\n\n"
+    "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
+    "evaluate, bye. Not meant to be run by hand: the driver starts one per GPU.\n",
+    worker_main, 1};

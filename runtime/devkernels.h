@@ -1,0 +1,67 @@
+/* devkernels.h: the worker's own device kernels (input init, poison fill, checksum, compare),
+ * written as CUDA C in devkernels.c and compiled once at worker start with NVRTC for the
+ * device's own architecture. Knows nothing of Lua. */
+#ifndef KEVO_DEVKERNELS_H
+#define KEVO_DEVKERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudrv.h"
+
+/* Element types, numbered as recipe.h's kevo_dtype. */
+enum { DK_F32, DK_F16, DK_BF16, DK_F64, DK_I32, DK_I64, DK_U8, DK_COUNT };
+/* Input distributions. */
+enum { DK_NORMAL, DK_UNIFORM, DK_RANDINT };
+
+typedef struct devk {
+  CUmodule mod;
+  CUfunction fill, pattern, checksum, compare, locate, guard;
+} devk;
+
+/* What kv_compare finds, read back to the host. Counts are over the elements compared. */
+typedef struct devk_stats {
+  uint64_t mismatches, nans, unwritten, nondet;
+  uint64_t first_unwritten, first_nondet; /* UINT64_MAX when none */
+  uint32_t worst_key, pad;                /* float bits of the worst error / tolerance ratio */
+  uint64_t worst_index;                   /* first index with that ratio; UINT64_MAX if n == 0 */
+} devk_stats;
+
+/* Compiles the kernels for sm_<major><minor> with NVRTC (no GPU needed): a malloc'd cubin. */
+int devk_compile(int major, int minor, void **cubin, size_t *size, kevo_error *err);
+/* Compiles and loads the kernels for compute capability major.minor. KEVO_E_CUDA on failure
+ * (the NVRTC log in err). A context must be current. */
+int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err);
+void devk_unload(const cudrv *d, devk *k);
+
+/* The launches return the CUresult of cuLaunchKernel; all run on stream s. */
+/* p[i] = draw(key, i) for i < n, as dtype dt. a, b: mean/std (normal), bounds [a, b). */
+CUresult devk_fill(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t n, int dt,
+                   uint64_t key, int kind, double a, double b);
+/* Writes the 64-bit pattern over nbytes (a multiple of 8, p 8-aligned). */
+CUresult devk_pattern(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                      uint64_t pattern);
+/* Adds an order-independent 64-bit hash of nbytes (a multiple of 8) into *(u64 *)out. */
+CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                       CUdeviceptr out);
+
+/* Adds to *(u64 *)out the number of bytes of p in [start, end) that differ from the pattern
+ * devk_pattern wrote there (byte k holds byte k % 8 of the little-endian pattern). */
+CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t start,
+                    uint64_t end, uint64_t pattern, CUdeviceptr out);
+
+typedef struct devk_cmp {
+  CUdeviceptr actual;   /* second run's output (poisoned with pattern B before it) */
+  CUdeviceptr snapshot; /* first run's output (poisoned with pattern A before it) */
+  CUdeviceptr expected; /* the reference's output */
+  uint64_t n;
+  int dt;
+  double atol, rtol;
+  uint64_t poison_a, poison_b; /* the replicated patterns */
+  CUdeviceptr stats;           /* device memory for one devk_stats */
+} devk_cmp;
+/* Both passes of the comparison, then copies the stats to *out (synchronizes s). */
+CUresult devk_compare(const cudrv *d, const devk *k, CUstream s, const devk_cmp *c,
+                      devk_stats *out);
+
+#endif

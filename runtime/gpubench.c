@@ -1,0 +1,197 @@
+/* gpubench.c: the timing loop (design.md "Bench"). Candidate and reference alternate rep by rep
+ * on the same inputs (the last verify trial's), each rep timed with CUDA events around its
+ * launches only; the L2 is flushed before every rep and outputs are poisoned after it, both
+ * untimed, so no rep sees another's cached data or results. Repetitions go on until both
+ * relative standard errors are under the target, or the time or rep cap. Then the candidate is
+ * checked once more against the reference, and its time against the physical floor. */
+#include "gpueval_int.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DRV (&e->g->drv)
+
+typedef struct bench_opts {
+  double warmup_ms, max_ms, target_rse;
+  int min_reps, max_reps, l2_flush;
+} bench_opts;
+
+static double num(const cJSON *o, const char *k, double dflt, double lo, double hi) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  if (!cJSON_IsNumber(v)) return dflt;
+  return v->valuedouble < lo ? lo : v->valuedouble > hi ? hi : v->valuedouble;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+
+typedef struct summary {
+  double median, min, p10, p90, mean, rse;
+} summary;
+
+/* Summarizes n samples (sorts a copy). */
+static summary summarize(const double *v, int n) {
+  summary s = {0};
+  if (n < 1) return s;
+  double *c = malloc((size_t)n * sizeof *c);
+  if (!c) return s;
+  memcpy(c, v, (size_t)n * sizeof *c);
+  qsort(c, (size_t)n, sizeof *c, cmp_double);
+  s.median = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+  s.min = c[0];
+  s.p10 = c[(int)(0.1 * (n - 1))];
+  s.p90 = c[(int)ceil(0.9 * (n - 1))];
+  double sum = 0, sq = 0;
+  for (int i = 0; i < n; i++)
+    sum += c[i];
+  s.mean = sum / n;
+  for (int i = 0; i < n; i++)
+    sq += (c[i] - s.mean) * (c[i] - s.mean);
+  s.rse = n > 1 && s.mean > 0 ? sqrt(sq / (n - 1)) / sqrt((double)n) / s.mean : 1.0;
+  free(c);
+  return s;
+}
+
+/* One rep of plan p: [flush L2], start event, launches, stop event, then poison the outputs. */
+static int rep(ev *e, ev_shape *s, ev_plan *p, int cand, CUevent a, CUevent b, int flush) {
+  kevo_gpu *g = e->g;
+  CUresult r = CUDA_SUCCESS;
+  if (flush) r = DRV->cuMemsetD32Async(g->flush, ++g->flush_count, g->flush_bytes / 4, g->stream);
+  if (!r) r = DRV->cuEventRecord(a, g->stream);
+  if (r) return ev_cuda_fail(e, r, "timing");
+  if (ev_plan_run(e, p, cand)) return -1;
+  r = DRV->cuEventRecord(b, g->stream);
+  if (r) return ev_cuda_fail(e, r, "timing");
+  return ev_poison_outputs(e, s, ev_poison_a);
+}
+
+/* Runs pairs of reps (candidate and reference, order alternating) and appends their times. */
+static int pair(ev *e, ev_shape *s, CUevent *ev4, int k, const bench_opts *o, double *tc,
+                double *tr) {
+  int cand_first = k % 2 == 0;
+  for (int j = 0; j < 2; j++) {
+    int cand = (j == 0) == cand_first;
+    if (rep(e, s, cand ? &s->cand : &s->ref, cand, ev4[2 * j], ev4[2 * j + 1], o->l2_flush))
+      return -1;
+  }
+  /* a failure surfacing here is the candidate's unless the reference alone ran badly; the
+   * reference ran clean through verify, so it is judged the candidate's */
+  if (ev_plan_sync(e, 1, "timing the candidate")) return -1;
+  float ms[2];
+  for (int j = 0; j < 2; j++) {
+    CUresult r = DRV->cuEventElapsedTime(&ms[j], ev4[2 * j], ev4[2 * j + 1]);
+    if (r) return ev_cuda_fail(e, r, "reading event times");
+  }
+  *tc = cand_first ? ms[0] : ms[1];
+  *tr = cand_first ? ms[1] : ms[0];
+  return 0;
+}
+
+static void add(cJSON *o, const char *k, double v, double scale) {
+  cJSON_AddNumberToObject(o, k, isfinite(v) ? round(v * scale) / scale : 0);
+}
+
+int ev_bench(ev *e, ev_shape *s) {
+  kevo_gpu *g = e->g;
+  const cJSON *bj = cJSON_GetObjectItemCaseSensitive(e->req, "bench");
+  const cJSON *cost = cJSON_GetObjectItemCaseSensitive(e->req, "cost");
+  bench_opts o = {
+      .warmup_ms = num(bj, "warmup_ms", 25, 0, 10000),
+      .max_ms = num(bj, "max_ms", 1500, 1, 600000),
+      .target_rse = num(bj, "target_rse", 0.01, 1e-6, 1),
+      .min_reps = (int)num(bj, "min_reps", 10, 2, 1000000),
+      .max_reps = (int)num(bj, "max_reps", 2000, 2, 1000000),
+      .l2_flush = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(bj, "l2_flush")),
+  };
+  if (o.max_reps < o.min_reps) o.max_reps = o.min_reps;
+  double bytes = num(cost, "bytes", 0, 0, 1e18), flops = num(cost, "flops", 0, 0, 1e24);
+  CUevent evs[4] = {0};
+  double *tc = malloc((size_t)o.max_reps * sizeof *tc),
+         *tr = malloc((size_t)o.max_reps * sizeof *tr);
+  int *clk = malloc((size_t)o.max_reps * sizeof *clk);
+  int rc = -1, n = 0, nclk = 0, temp_max = -1;
+  if (!tc || !tr || !clk) {
+    ev_fail(e, "error", "bench", "no host memory for %d timing samples", o.max_reps);
+    goto out;
+  }
+  for (int i = 0; i < 4; i++) {
+    CUresult r = DRV->cuEventCreate(&evs[i], CU_EVENT_DEFAULT);
+    if (r) {
+      ev_cuda_fail(e, r, "cuEventCreate");
+      goto out;
+    }
+  }
+  double t0 = ev_now_ms(), c, rf;
+  for (int k = 0; k < 2 || ev_now_ms() - t0 < o.warmup_ms; k++)
+    if (pair(e, s, evs, k, &o, &c, &rf)) goto out;
+  t0 = ev_now_ms();
+  for (;;) {
+    if (pair(e, s, evs, n, &o, &tc[n], &tr[n])) goto out;
+    n++;
+    int mhz = kevo_nvml_sm_clock(g->nvml), temp = kevo_nvml_temp(g->nvml);
+    if (mhz > 0) clk[nclk++] = mhz;
+    if (temp > temp_max) temp_max = temp;
+    if (n >= o.max_reps || ev_now_ms() - t0 > o.max_ms) break;
+    if (n >= o.min_reps && summarize(tc, n).rse < o.target_rse &&
+        summarize(tr, n).rse < o.target_rse)
+      break;
+  }
+  double wall = ev_now_ms() - t0;
+  summary sc = summarize(tc, n), sr = summarize(tr, n);
+  qsort(clk, (size_t)nclk, sizeof *clk, cmp_int);
+  int mid_clk = nclk ? clk[nclk / 2] : -1;
+  double floor_ms = 0;
+  if (bytes > 0 && g->copy_gbps > 0) floor_ms = bytes / (g->copy_gbps * 1e9) * 1e3;
+  if (flops > 0 && g->peak_tflops > 0 && flops / (g->peak_tflops * 1e12) * 1e3 > floor_ms)
+    floor_ms = flops / (g->peak_tflops * 1e12) * 1e3;
+  cJSON *b = e->bench = cJSON_CreateObject();
+  add(b, "median_ms", sc.median, 1e6);
+  add(b, "min_ms", sc.min, 1e6);
+  add(b, "p10_ms", sc.p10, 1e6);
+  add(b, "p90_ms", sc.p90, 1e6);
+  add(b, "rse", sc.rse, 1e6);
+  cJSON_AddNumberToObject(b, "reps", n);
+  add(b, "ref_median_ms", sr.median, 1e6);
+  add(b, "ref_rse", sr.rse, 1e6);
+  add(b, "speedup", sc.median > 0 ? sr.median / sc.median : 0, 1e4);
+  cJSON_AddNumberToObject(b, "sm_clock_mhz", mid_clk);
+  cJSON_AddNumberToObject(b, "temp_c", temp_max);
+  cJSON_AddNumberToObject(b, "bytes", bytes);
+  cJSON_AddNumberToObject(b, "flops", flops);
+  double secs = sc.median * 1e-3;
+  add(b, "gbps", secs > 0 ? bytes / secs / 1e9 : 0, 10);
+  add(b, "tflops", secs > 0 ? flops / secs / 1e12 : 0, 1e3);
+  add(b, "roofline_pct", secs > 0 && g->copy_gbps > 0 ? bytes / secs / 1e9 / g->copy_gbps * 100 : 0,
+      10);
+  add(b, "floor_ms", floor_ms, 1e6);
+  cJSON_AddBoolToObject(b, "l2_flush", o.l2_flush);
+  add(b, "wall_ms", wall, 10);
+  /* the candidate must still be right after being called many times */
+  if (ev_recheck(e, s, "bench")) goto out;
+  if (floor_ms > 0 && sc.median < 0.9 * floor_ms) {
+    ev_fail(e, "implausible", "bench",
+            "median %.4f ms is under 0.9x the physical floor of %.4f ms (%.0f bytes at the "
+            "measured copy bandwidth of %.0f GB/s, %.0f flops at %.0f TFLOP/s): quarantined, "
+            "check the recipe's cost or the timing",
+            sc.median, floor_ms, bytes, g->copy_gbps, flops, g->peak_tflops);
+    goto out;
+  }
+  rc = 0;
+out:
+  for (int i = 0; i < 4; i++)
+    if (evs[i]) DRV->cuEventDestroy(evs[i]);
+  free(tc);
+  free(tr);
+  free(clk);
+  return rc;
+}

@@ -1,0 +1,30 @@
+/* gpueval.h: the evaluator worker's GPU half. Owns one device's CUDA context; evaluates
+ * candidates (verify, bench) as docs/architecture.md ("Evaluator worker protocol",
+ * "Evaluation result") and docs/worker.md describe. Knows nothing of Lua; never prints. */
+#ifndef KEVO_GPUEVAL_H
+#define KEVO_GPUEVAL_H
+
+#include <stddef.h>
+
+#include "proto.h"
+#include "status.h"
+
+typedef struct kevo_gpu kevo_gpu;
+
+/* Loads the driver, opens device `ordinal`, makes its primary context current, sets the
+ * context limits, compiles the worker's kernels and measures the copy bandwidth.
+ * KEVO_E_NOGPU when there is no driver or no device; KEVO_E_CUDA for other failures. */
+int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err);
+void kevo_gpu_close(kevo_gpu *g);
+
+/* The "device" object of a hello reply (name, cc, sms, mem_bytes, l2_bytes, driver,
+ * copy_gbps, peak_tflops, clock_mhz). The caller owns it. */
+cJSON *kevo_gpu_device_json(const kevo_gpu *g);
+
+/* Evaluates one `evaluate` request (its header and blobs). Returns the evaluation result object
+ * (never NULL; verdict "error" for a malformed request). Sets *fatal when the CUDA context is
+ * lost (verdict "crash"): the caller replies, then exits. */
+cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, size_t nblobs,
+                         int *fatal);
+
+#endif

@@ -1,0 +1,184 @@
+/* gpueval_int.h: what gpueval.c, gpuverify.c and gpubench.c share. Not a public header. */
+#ifndef KEVO_GPUEVAL_INT_H
+#define KEVO_GPUEVAL_INT_H
+
+#include <stdint.h>
+
+#include "cudrv.h"
+#include "devkernels.h"
+#include "gpueval.h"
+#include "nvml.h"
+
+enum {
+  EV_MAX_TENSORS = 32,
+  EV_MAX_SCRATCH = 16,
+  EV_MAX_KERNELS = 32,
+  EV_MAX_ARGS = 64,
+  EV_MAX_MODULES = 16,
+  EV_MAX_SHAPES = 64,
+  EV_MAX_RANK = 8,
+  EV_NAME = 128,
+};
+
+/* Poison patterns, replicated over 8 bytes; per element size the low bytes are taken, so every
+ * float type reads them as a quiet NaN with a payload of its own, integers as a sentinel. */
+extern const uint64_t ev_poison_a[DK_COUNT], ev_poison_b[DK_COUNT];
+
+/* The reference outputs cache: host copies keyed by a hash of (reference cubins and plan,
+ * tensors, shape, seed, trial), LRU, bounded in bytes. */
+typedef struct ev_refcache ev_refcache;
+ev_refcache *ev_refcache_new(size_t cap_bytes);
+void ev_refcache_free(ev_refcache *c);
+/* The stored outputs for key (one host buffer per output tensor), or NULL. */
+void **ev_refcache_get(ev_refcache *c, const char key[65]);
+/* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
+ * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
+void ev_refcache_put(ev_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes);
+
+struct kevo_gpu {
+  cudrv drv;
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  devk dk;
+  kevo_nvml *nvml;
+  char name[256];
+  int cc_major, cc_minor, sms, clock_mhz, driver;
+  size_t mem_bytes, l2_bytes;
+  double copy_gbps, peak_tflops;
+  CUdeviceptr flush; /* L2 flush buffer */
+  size_t flush_bytes;
+  unsigned flush_count;
+  CUdeviceptr stats; /* one devk_stats, one u64 checksum */
+  ev_refcache *refs;
+};
+
+typedef struct ev_tensor {
+  char name[EV_NAME];
+  int dt, output;
+  int kind;    /* DK_NORMAL ... */
+  double a, b; /* init parameters */
+} ev_tensor;
+
+typedef struct ev_buf {
+  char name[EV_NAME];
+  CUdeviceptr ptr;
+  size_t bytes;   /* allocated, a multiple of 256 */
+  uint64_t numel; /* tensors */
+  int zero;       /* scratch: zero before each run of its plan */
+} ev_buf;
+
+typedef struct ev_arg {
+  union {
+    int32_t i32;
+    int64_t i64;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+    CUdeviceptr ptr;
+  } v;
+} ev_arg;
+
+typedef struct ev_launch {
+  CUfunction fn;
+  char name[EV_NAME];
+  unsigned grid[3], block[3], shared;
+  int nargs;
+  ev_arg args[EV_MAX_ARGS];
+  void *argp[EV_MAX_ARGS];
+} ev_launch;
+
+typedef struct ev_plan {
+  int nk;
+  ev_launch k[EV_MAX_KERNELS];
+  int nscratch;
+  ev_buf scratch[EV_MAX_SCRATCH];
+} ev_plan;
+
+/* One shape, set up on the device: its tensors, snapshots of outputs, and both plans. */
+typedef struct ev_shape {
+  int index;
+  const cJSON *spec; /* the request's shape object */
+  char label[256];
+  ev_buf t[EV_MAX_TENSORS];    /* per request tensor */
+  ev_buf snap[EV_MAX_TENSORS]; /* outputs only: the first run's copy */
+  int rank[EV_MAX_TENSORS];
+  int64_t dims[EV_MAX_TENSORS][EV_MAX_RANK];
+  ev_plan cand, ref;
+} ev_shape;
+
+/* The worst element found. */
+typedef struct ev_worst {
+  int have;
+  char shape[256], tensor[EV_NAME];
+  uint64_t flat;
+  int rank;
+  int64_t index[EV_MAX_RANK];
+  double expected, actual, abs_err, rel_err;
+  int expected_nan, actual_nan; /* printed as JSON strings: "nan" */
+} ev_worst;
+
+/* One evaluation: the request, what is loaded, and the result as it forms. */
+typedef struct ev {
+  kevo_gpu *g;
+  const cJSON *req;
+  int ntensors;
+  ev_tensor tensors[EV_MAX_TENSORS];
+  int nmodules;
+  CUmodule modules[EV_MAX_MODULES];
+  int module_is_ref[EV_MAX_MODULES];
+  char ref_hash[65];
+  int trials;
+  uint64_t seed;
+  const char *cur_stage; /* "verify" or "bench": where a CUDA failure is reported */
+  /* result */
+  const char *verdict, *stage;
+  char message[2048];
+  int crashed; /* the context is gone */
+  int trials_done, shapes_done;
+  uint64_t mismatches;
+  const char *flags[8];
+  int nflags;
+  ev_worst worst;
+  uint32_t worst_key; /* its error / tolerance ratio, as float bits */
+  double verify_ms;
+  cJSON *bench; /* the result's bench object once timed */
+} ev;
+
+/* Records the verdict (first one wins) and a one-line message; returns -1. */
+int ev_fail(ev *e, const char *verdict, const char *stage, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A CUDA failure in the worker's own work (not the candidate's launch): crash when sticky
+ * (the context is gone), else "error". Returns -1. */
+int ev_cuda_fail(ev *e, CUresult r, const char *what);
+/* Runs plan p (zeroes scratch asked for, launches each kernel in order). A launch failure is
+ * judged: the candidate's -> launch_error (crash when sticky), the reference's -> error.
+ * Does not synchronize. Returns 0 or -1. */
+int ev_plan_run(ev *e, ev_plan *p, int is_candidate);
+/* Synchronizes the stream after a plan; a failure is judged as ev_plan_run judges. */
+int ev_plan_sync(ev *e, int is_candidate, const char *what);
+/* Fills every output of s with a pattern (ev_poison_a or ev_poison_b). */
+int ev_poison_outputs(ev *e, ev_shape *s, const uint64_t *pattern);
+
+int ev_verify_shape(ev *e, ev_shape *s); /* gpuverify.c: all trials of one shape */
+/* gpubench.c: times candidate and reference on shape s (verified, last trial's inputs in
+ * place) and re-checks the candidate after. */
+int ev_bench(ev *e, ev_shape *s);
+/* gpuverify.c: runs the candidate once more on s (poisoned first) and compares with the
+ * cached reference outputs of the last trial; used after the timing loop. */
+int ev_recheck(ev *e, ev_shape *s, const char *stage);
+
+/* gpuplan.c: parses tensors and verify options, loads the modules. */
+int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs);
+void ev_unload(ev *e);
+/* Allocates shape `index`'s tensors and resolves both its plans. */
+int ev_shape_setup(ev *e, ev_shape *s, int index);
+void ev_shape_teardown(ev *e, ev_shape *s);
+
+double ev_now_ms(void);
+int ev_dtype_parse(const char *name); /* -1 when unknown */
+size_t ev_dtype_size(int dt);
+const char *ev_dtype_name(int dt);
+
+#endif

@@ -1,0 +1,368 @@
+/* gpuplan.c: turning an evaluate request into device state: tensors, modules, per-shape
+ * buffers and launch plans (docs/architecture.md "Launch chunks"), and replaying a plan. */
+#include "gpueval_int.h"
+#include "sha256.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DRV (&e->g->drv)
+
+int ev_fail(ev *e, const char *verdict, const char *stage, const char *fmt, ...) {
+  if (e->verdict) return -1; /* the first failure is the one to report */
+  e->verdict = verdict;
+  e->stage = stage;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int ev_cuda_fail(ev *e, CUresult r, const char *what) {
+  if (cudrv_is_sticky(r)) {
+    e->crashed = 1;
+    return ev_fail(e, "crash", e->cur_stage, "%s: %s: the CUDA context is lost (%s)", what,
+                   cudrv_errname(DRV, r), cudrv_errstr(DRV, r));
+  }
+  return ev_fail(e, "error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
+                 cudrv_errstr(DRV, r));
+}
+
+/* A candidate's failure: launch_error, or crash when the context is gone. */
+static int cand_fail(ev *e, CUresult r, const char *what) {
+  if (cudrv_is_sticky(r)) return ev_cuda_fail(e, r, what);
+  return ev_fail(e, "launch_error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
+                 cudrv_errstr(DRV, r));
+}
+
+static const cJSON *field(const cJSON *o, const char *k) {
+  return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static int int_field(const cJSON *o, const char *k, double lo, double hi, double dflt,
+                     double *out) {
+  const cJSON *v = field(o, k);
+  if (!v) {
+    *out = dflt;
+    return 0;
+  }
+  if (!cJSON_IsNumber(v) || v->valuedouble < lo || v->valuedouble > hi) return -1;
+  *out = v->valuedouble;
+  return 0;
+}
+
+/* ---- request ---------------------------------------------------------------------------- */
+
+static int parse_tensors(ev *e) {
+  const cJSON *ts = field(e->req, "tensors");
+  if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 1 || cJSON_GetArraySize(ts) > EV_MAX_TENSORS)
+    return ev_fail(e, "error", "verify", "request: tensors must be an array of 1 to %d",
+                   EV_MAX_TENSORS);
+  const cJSON *t;
+  cJSON_ArrayForEach(t, ts) {
+    ev_tensor *x = &e->tensors[e->ntensors];
+    const cJSON *name = field(t, "name"), *role = field(t, "role"), *init = field(t, "init");
+    if (!cJSON_IsString(name) || strlen(name->valuestring) >= EV_NAME)
+      return ev_fail(e, "error", "verify", "request: tensors[%d].name is missing", e->ntensors);
+    snprintf(x->name, sizeof x->name, "%s", name->valuestring);
+    x->dt = ev_dtype_parse(cJSON_GetStringValue(field(t, "dtype")));
+    if (x->dt < 0)
+      return ev_fail(e, "error", "verify", "request: tensor %s has an unknown dtype", x->name);
+    if (!cJSON_IsString(role) ||
+        (strcmp(role->valuestring, "input") && strcmp(role->valuestring, "output")))
+      return ev_fail(e, "error", "verify", "request: tensor %s: role must be input or output",
+                     x->name);
+    x->output = !strcmp(role->valuestring, "output");
+    const char *kind = cJSON_GetStringValue(field(init, "kind"));
+    x->kind = DK_NORMAL;
+    x->a = 0, x->b = 1;
+    if (kind && !strcmp(kind, "uniform"))
+      x->kind = DK_UNIFORM, x->a = -1, x->b = 1;
+    else if (kind && !strcmp(kind, "randint"))
+      x->kind = DK_RANDINT, x->a = 0, x->b = 100;
+    else if (kind && strcmp(kind, "normal"))
+      return ev_fail(e, "error", "verify", "request: tensor %s: unknown init kind '%s'", x->name,
+                     kind);
+    if (int_field(init, "a", -1e300, 1e300, x->a, &x->a) ||
+        int_field(init, "b", -1e300, 1e300, x->b, &x->b))
+      return ev_fail(e, "error", "verify", "request: tensor %s: init.a/b must be numbers", x->name);
+    e->ntensors++;
+  }
+  return 0;
+}
+
+static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
+  const cJSON *ms = field(e->req, "modules"), *m;
+  if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1 || cJSON_GetArraySize(ms) > EV_MAX_MODULES)
+    return ev_fail(e, "error", "verify", "request: modules must be an array of 1 to %d",
+                   EV_MAX_MODULES);
+  kevo_sha256 h;
+  kevo_sha256_init(&h);
+  cJSON_ArrayForEach(m, ms) {
+    int i = e->nmodules;
+    const cJSON *b = field(m, "blob");
+    const char *role = cJSON_GetStringValue(field(m, "role"));
+    if (!cJSON_IsNumber(b) || b->valueint < 0 || (size_t)b->valueint >= nblobs || !role ||
+        (strcmp(role, "candidate") && strcmp(role, "reference")))
+      return ev_fail(e, "error", "verify", "request: modules[%d] needs a blob index and a role", i);
+    e->module_is_ref[i] = !strcmp(role, "reference");
+    const kevo_blob *cubin = &blobs[b->valueint];
+    CUresult r = DRV->cuModuleLoadData(&e->modules[i], cubin->data);
+    if (r != CUDA_SUCCESS) {
+      e->modules[i] = NULL;
+      if (cudrv_is_sticky(r)) return ev_cuda_fail(e, r, "loading a module");
+      return ev_fail(e, e->module_is_ref[i] ? "error" : "launch_error", "verify",
+                     "cannot load the %s's cubin (module %d): %s: %s", role, i,
+                     cudrv_errname(DRV, r), cudrv_errstr(DRV, r));
+    }
+    e->nmodules++;
+    if (e->module_is_ref[i]) kevo_sha256_update(&h, cubin->data, cubin->size);
+  }
+  kevo_sha256_final_hex(&h, e->ref_hash);
+  return 0;
+}
+
+int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs) {
+  const cJSON *v = field(e->req, "verify"), *sh = field(e->req, "shapes");
+  double trials, seed;
+  if (int_field(v, "trials", 1, 1000, 5, &trials) || int_field(v, "seed", 0, 9e15, 1, &seed))
+    return ev_fail(e, "error", "verify", "request: verify.trials/seed out of range");
+  e->trials = trials < 5 ? 5 : (int)trials; /* design.md: at least 5 */
+  e->seed = (uint64_t)seed;
+  if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > EV_MAX_SHAPES)
+    return ev_fail(e, "error", "verify", "request: shapes must be an array of 1 to %d",
+                   EV_MAX_SHAPES);
+  if (parse_tensors(e)) return -1;
+  return load_modules(e, blobs, nblobs);
+}
+
+void ev_unload(ev *e) {
+  for (int i = 0; i < e->nmodules; i++)
+    if (e->modules[i]) DRV->cuModuleUnload(e->modules[i]);
+  e->nmodules = 0;
+}
+
+/* ---- shapes and plans ------------------------------------------------------------------- */
+
+static size_t round256(size_t n) {
+  return n ? (n + 255) / 256 * 256 : 256;
+}
+
+static int alloc_buf(ev *e, ev_buf *b, size_t bytes, const char *what, int cand) {
+  b->bytes = round256(bytes);
+  CUresult r = DRV->cuMemAlloc(&b->ptr, b->bytes);
+  if (r == CUDA_SUCCESS) r = DRV->cuMemsetD8Async(b->ptr, 0, b->bytes, e->g->stream);
+  if (r == CUDA_SUCCESS) return 0;
+  b->ptr = 0;
+  char msg[512];
+  snprintf(msg, sizeof msg, "allocating %s (%zu bytes)", what, bytes);
+  return cand ? cand_fail(e, r, msg) : ev_cuda_fail(e, r, msg);
+}
+
+static int dims3(const cJSON *a, unsigned out[3]) {
+  out[0] = out[1] = out[2] = 1;
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1 || cJSON_GetArraySize(a) > 3) return -1;
+  for (int i = 0; i < cJSON_GetArraySize(a); i++) {
+    const cJSON *x = cJSON_GetArrayItem(a, i);
+    if (!cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > 4294967295.0) return -1;
+    out[i] = (unsigned)x->valuedouble;
+  }
+  return 0;
+}
+
+static ev_buf *find_buf(ev_shape *s, ev_plan *p, const char *name, int ntensors) {
+  for (int i = 0; i < ntensors; i++)
+    if (!strcmp(s->t[i].name, name)) return &s->t[i];
+  for (int i = 0; i < p->nscratch; i++)
+    if (!strcmp(p->scratch[i].name, name)) return &p->scratch[i];
+  return NULL;
+}
+
+static int set_arg(const cJSON *a, ev_arg *out, void **p, ev_shape *s, ev_plan *plan, int nt,
+                   const char **why) {
+  const cJSON *v = a->child;
+  if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
+  const char *k = v->string;
+  if (!strcmp(k, "buf")) {
+    ev_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt) : NULL;
+    if (!b) return *why = "an arg names no tensor or scratch buffer", -1;
+    out->v.ptr = b->ptr;
+  } else if (!strcmp(k, "null")) {
+    out->v.ptr = 0;
+  } else if (!cJSON_IsNumber(v)) {
+    return *why = "a scalar arg is not a number", -1;
+  } else if (!strcmp(k, "i32"))
+    out->v.i32 = (int32_t)v->valuedouble;
+  else if (!strcmp(k, "i64"))
+    out->v.i64 = (int64_t)v->valuedouble;
+  else if (!strcmp(k, "u32"))
+    out->v.u32 = (uint32_t)v->valuedouble;
+  else if (!strcmp(k, "u64"))
+    out->v.u64 = (uint64_t)v->valuedouble;
+  else if (!strcmp(k, "f32"))
+    out->v.f32 = (float)v->valuedouble;
+  else if (!strcmp(k, "f64"))
+    out->v.f64 = v->valuedouble;
+  else
+    return *why = "unknown arg kind", -1;
+  *p = &out->v;
+  return 0;
+}
+
+/* Resolves one plan of shape s: scratch buffers, functions, shared-memory opt-in, arguments. */
+static int prepare_plan(ev *e, ev_shape *s, const cJSON *pj, ev_plan *p, int cand) {
+  const char *who = cand ? "candidate" : "reference";
+  const char *bad = cand ? "launch_error" : "error";
+  const cJSON *scratch = field(pj, "scratch"), *ks = field(pj, "kernels"), *x;
+  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) < 1 || cJSON_GetArraySize(ks) > EV_MAX_KERNELS)
+    return ev_fail(e, bad, "verify", "%s plan of shape %s: kernels must be 1 to %d launches", who,
+                   s->label, EV_MAX_KERNELS);
+  if (scratch && (!cJSON_IsArray(scratch) || cJSON_GetArraySize(scratch) > EV_MAX_SCRATCH))
+    return ev_fail(e, bad, "verify", "%s plan: scratch must be an array of at most %d", who,
+                   EV_MAX_SCRATCH);
+  cJSON_ArrayForEach(x, scratch) {
+    ev_buf *b = &p->scratch[p->nscratch];
+    const char *name = cJSON_GetStringValue(field(x, "name"));
+    double bytes;
+    if (!name || strlen(name) >= EV_NAME || int_field(x, "bytes", 0, 1e14, -1, &bytes) || bytes < 0)
+      return ev_fail(e, bad, "verify", "%s plan: scratch[%d] needs a name and bytes", who,
+                     p->nscratch);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->zero = cJSON_IsTrue(field(x, "zero"));
+    char what[256];
+    snprintf(what, sizeof what, "%s scratch buffer '%s'", who, name);
+    if (alloc_buf(e, b, (size_t)bytes, what, cand)) return -1;
+    p->nscratch++;
+  }
+  cJSON_ArrayForEach(x, ks) {
+    ev_launch *l = &p->k[p->nk];
+    const cJSON *mod = field(x, "module"), *args = field(x, "args"), *a;
+    const char *name = cJSON_GetStringValue(field(x, "name"));
+    double shared;
+    int mi = cJSON_IsNumber(mod) ? mod->valueint : -1;
+    if (mi < 0 || mi >= e->nmodules || e->module_is_ref[mi] == cand)
+      return ev_fail(e, bad, "verify", "%s plan: kernels[%d].module is not a %s module", who, p->nk,
+                     who);
+    if (!name || strlen(name) >= EV_NAME)
+      return ev_fail(e, bad, "verify", "%s plan: kernels[%d] has no name", who, p->nk);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    if (dims3(field(x, "grid"), l->grid) || dims3(field(x, "block"), l->block) ||
+        int_field(x, "shared", 0, 4294967295.0, 0, &shared))
+      return ev_fail(e, bad, "verify", "%s kernel %s: grid/block must be 1-3 positive integers",
+                     who, name);
+    l->shared = (unsigned)shared;
+    CUresult r = DRV->cuModuleGetFunction(&l->fn, e->modules[mi], name);
+    if (r == CUDA_ERROR_NOT_FOUND)
+      return ev_fail(e, bad, "verify",
+                     "the %s's cubin has no kernel named '%s' (is it extern \"C\"?)", who, name);
+    if (r) return cand ? cand_fail(e, r, name) : ev_cuda_fail(e, r, name);
+    if (l->shared > 48 * 1024) {
+      r = DRV->cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)l->shared);
+      if (r) {
+        char what[512];
+        snprintf(what, sizeof what, "kernel %s asks for %u bytes of dynamic shared memory", name,
+                 l->shared);
+        return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+      }
+    }
+    if (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > EV_MAX_ARGS)
+      return ev_fail(e, bad, "verify", "%s kernel %s: args must be an array of at most %d", who,
+                     name, EV_MAX_ARGS);
+    cJSON_ArrayForEach(a, args) {
+      const char *why = NULL;
+      if (set_arg(a, &l->args[l->nargs], &l->argp[l->nargs], s, p, e->ntensors, &why))
+        return ev_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
+      l->nargs++;
+    }
+    p->nk++;
+  }
+  return 0;
+}
+
+int ev_shape_setup(ev *e, ev_shape *s, int index) {
+  const cJSON *spec = cJSON_GetArrayItem(field(e->req, "shapes"), index);
+  s->index = index;
+  s->spec = spec;
+  const char *label = cJSON_GetStringValue(field(spec, "label"));
+  snprintf(s->label, sizeof s->label, "%s", label ? label : "?");
+  const cJSON *numel = field(spec, "numel"), *dims = field(spec, "dims");
+  for (int i = 0; i < e->ntensors; i++) {
+    ev_tensor *t = &e->tensors[i];
+    const cJSON *n = field(numel, t->name), *d = field(dims, t->name);
+    if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > 1e13)
+      return ev_fail(e, "error", "verify", "request: shape %s gives no numel for tensor %s",
+                     s->label, t->name);
+    snprintf(s->t[i].name, sizeof s->t[i].name, "%s", t->name);
+    s->t[i].numel = (uint64_t)n->valuedouble;
+    s->rank[i] = 0;
+    if (cJSON_IsArray(d) && cJSON_GetArraySize(d) <= EV_MAX_RANK)
+      for (const cJSON *x = d->child; x; x = x->next)
+        s->dims[i][s->rank[i]++] = (int64_t)x->valuedouble;
+    char what[256];
+    snprintf(what, sizeof what, "tensor %s", t->name);
+    size_t bytes = s->t[i].numel * ev_dtype_size(t->dt);
+    /* outputs get a guard band of at least 256 bytes past their end (see ev_guard_sums) */
+    size_t alloc = t->output ? bytes + 256 : bytes;
+    if (alloc_buf(e, &s->t[i], alloc, what, 0)) return -1;
+    if (t->output) {
+      snprintf(s->snap[i].name, sizeof s->snap[i].name, "%s", t->name);
+      if (alloc_buf(e, &s->snap[i], alloc, what, 0)) return -1;
+    }
+  }
+  if (prepare_plan(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
+  return prepare_plan(e, s, field(spec, "candidate"), &s->cand, 1);
+}
+
+void ev_shape_teardown(ev *e, ev_shape *s) {
+  ev_buf *all[] = {s->t, s->snap, s->cand.scratch, s->ref.scratch};
+  int counts[] = {EV_MAX_TENSORS, EV_MAX_TENSORS, EV_MAX_SCRATCH, EV_MAX_SCRATCH};
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < counts[j]; i++)
+      if (all[j][i].ptr) DRV->cuMemFree(all[j][i].ptr);
+  memset(s, 0, sizeof *s);
+}
+
+int ev_plan_run(ev *e, ev_plan *p, int cand) {
+  CUstream st = e->g->stream;
+  for (int i = 0; i < p->nscratch; i++)
+    if (p->scratch[i].zero) {
+      CUresult r = DRV->cuMemsetD8Async(p->scratch[i].ptr, 0, p->scratch[i].bytes, st);
+      if (r) return ev_cuda_fail(e, r, "zeroing a scratch buffer");
+    }
+  for (int i = 0; i < p->nk; i++) {
+    ev_launch *l = &p->k[i];
+    CUresult r = DRV->cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                     l->block[1], l->block[2], l->shared, st, l->argp, NULL);
+    if (r) {
+      char what[512];
+      snprintf(what, sizeof what, "launching %s kernel %s (grid %u,%u,%u block %u,%u,%u shared %u)",
+               cand ? "candidate" : "reference", l->name, l->grid[0], l->grid[1], l->grid[2],
+               l->block[0], l->block[1], l->block[2], l->shared);
+      return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+    }
+  }
+  return 0;
+}
+
+int ev_plan_sync(ev *e, int cand, const char *what) {
+  CUresult r = DRV->cuStreamSynchronize(e->g->stream);
+  if (!r) return 0;
+  return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+}
+
+int ev_poison_outputs(ev *e, ev_shape *s, const uint64_t *pattern) {
+  for (int i = 0; i < e->ntensors; i++) {
+    if (!e->tensors[i].output) continue;
+    CUresult r = devk_pattern(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes,
+                              pattern[e->tensors[i].dt]);
+    if (r) return ev_cuda_fail(e, r, "poisoning outputs");
+  }
+  return 0;
+}
