@@ -335,12 +335,12 @@ function M.execute(cfg, host)
   local seeds = task_seeds(task, host)
   local evaluator, evaluator_name = make_evaluator(task, cfg, host)
   local archive = require "kevo.archive"
-  local dbpath = cfg.db or host.getenv("KEVO_DB") or "kevo.db"
+  local dbpath = cfg.db or archive.default_path()
   local db, dberr = archive.open(dbpath)
   if not db then usage_error("archive %s: %s", dbpath, dberr) end
   local recipe_name = task.name or recipe_path
   local run_id = assert(db:run_create{
-    recipe = recipe_name, strategy = strat.name, seed = cfg.seed,
+    recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
     config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
                           opts = sopts, llm = cfg.llm, max_tokens = cfg.max_tokens,
                           max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,

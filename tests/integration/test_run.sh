@@ -35,19 +35,23 @@ t "unknown --set key" 2 "$KEVO" run "$recipe" --set frob=1;                 has 
 t "missing recipe" 2 "$KEVO" run "$tmp/nope.yaml"
 t "missing strategy file" 2 "$KEVO" run "$recipe" --strategy "$tmp/nope.lua"
 
-t "autotune (default)" 0 "$KEVO" run "$recipe" --max-evals 30
+t "autotune (default) is exhaustive on small spaces" 0 "$KEVO" run "$recipe"
+dump "$(run_id)" | grep -q "^count 24$" || { echo "FAIL: autotune did not cover both spaces (20 + 4)"; fail=1; }
+t "autotune (default)" 0 "$KEVO" run "$recipe" --max-evals 10
 has "best: candidate"; has "kevo show"; has "synthetic"
 r=$(run_id)
 [ -s "kevo-out/$r/best.cu" ] && grep -q "kevo knobs: BLOCK=" "kevo-out/$r/best.cu" \
   || { echo "FAIL: kevo-out/$r/best.cu missing"; fail=1; }
 dump "$r" > d1.txt || { echo "FAIL: archive dump"; cat d1.txt; fail=1; }
-grep -q "^count 30$" d1.txt || { echo "FAIL: --max-evals 30 not exactly 30 candidates"; tail -2 d1.txt; fail=1; }
+grep -q "^count 10$" d1.txt || { echo "FAIL: --max-evals 10 not exactly 10 candidates"; tail -2 d1.txt; fail=1; }
 grep -q "^status done$" d1.txt || { echo "FAIL: run not done"; tail -1 d1.txt; fail=1; }
 
-t "same seed, same run" 0 "$KEVO" run "$recipe" --max-evals 30
+t "random sampling, seed 1" 0 "$KEVO" run "$recipe" --max-evals 10 --set method=random
+dump "$(run_id)" > d1.txt
+t "same seed, same run" 0 "$KEVO" run "$recipe" --max-evals 10 --set method=random
 dump "$(run_id)" > d2.txt
 cmp -s d1.txt d2.txt && echo "ok   same seed, same archive" || { echo "FAIL: seed 1 twice differs"; diff d1.txt d2.txt | head; fail=1; }
-t "another seed" 0 "$KEVO" run "$recipe" --max-evals 30 --seed 9 --set method=anneal
+t "another seed" 0 "$KEVO" run "$recipe" --max-evals 10 --seed 9 --set method=random
 dump "$(run_id)" > d3.txt
 cmp -s d1.txt d3.txt && { echo "FAIL: --seed 9 gave the seed 1 run"; fail=1; }
 
