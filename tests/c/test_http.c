@@ -1,0 +1,84 @@
+/* The HTTP core without a server: argument checks, refused connections recorded per request,
+ * start delays honoured, and kevo.llm usable (and safe) inside a strategy sandbox. */
+#include "check.h"
+#include "http.h"
+#include "luastate.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <time.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void test_core(void) {
+  kevo_error err = {0};
+  kevo_http_client *c = NULL;
+  CHECK(kevo_http_client_new(&c, 0, &err) == KEVO_E_ARG && c == NULL);
+  CHECK(kevo_http_client_new(&c, 4, &err) == KEVO_OK && c != NULL);
+  CHECK(kevo_http_run(c, NULL, NULL, 0, &err) == KEVO_OK);
+
+  /* Port 1 on loopback refuses: each response says so; the batch itself succeeds. The second
+   * request starts 200 ms late. */
+  kevo_http_request rq[2] = {
+      {.method = "GET", .url = "http://127.0.0.1:1/", .connect_timeout_ms = 2000},
+      {.method = "POST",
+       .url = "http://127.0.0.1:1/",
+       .body = "{}",
+       .body_len = 2,
+       .delay_ms = 200,
+       .auth_env = "KEVO_NO_SUCH_VARIABLE",
+       .auth_header = "x-api-key"}};
+  kevo_http_response rs[2];
+  kevo_http_response_init(&rs[0]);
+  kevo_http_response_init(&rs[1]);
+  double t0 = now_s();
+  CHECK(kevo_http_run(c, rq, rs, 2, &err) == KEVO_OK);
+  double t = now_s() - t0;
+  CHECK(t >= 0.19 && t < 5);
+  for (int i = 0; i < 2; i++) {
+    CHECK(rs[i].error == KEVO_E_HTTP);
+    CHECK(rs[i].status == 0);
+    CHECK(rs[i].errmsg[0] != 0);
+    kevo_http_response_free(&rs[i]);
+  }
+  kevo_http_client_free(c);
+  kevo_http_client_free(NULL);
+}
+
+/* kevo.llm inside a sandbox: it loads without io/os, reads no environment, and a generate
+ * without a configured model raises (misuse) instead of reaching the network. */
+static void test_sandbox(void) {
+  kevo_lua_opts o = {.sandbox = 1,
+                     .mem_limit = 64u << 20,
+                     .instr_limit = 50u * 1000 * 1000,
+                     .time_limit_s = 10,
+                     .seed = 1};
+  kevo_error err = {0};
+  lua_State *L = kevo_lua_new(&o, &err);
+  CHECK(L != NULL);
+  if (!L) return;
+  const char *code =
+      "local llm = require 'kevo.llm'\n"
+      "local cfg = assert(require('kevo.config').llm{})\n"
+      "assert(cfg.model == false and cfg.provider == 'openai')\n"
+      "local ok, msg = pcall(llm.generate, {messages = {{role = 'user', content = 'x'}}})\n"
+      "assert(not ok and msg:find('no model configured'), msg)\n"
+      "assert(require('kevo.extract').candidates('```cuda\\n__global__ void k(){}\\n```'))\n"
+      "return 'sandbox ok'\n";
+  int st = kevo_lua_load(L, code, strlen(code), "=sandbox");
+  if (st == LUA_OK) st = kevo_lua_pcall(L, 0, 1);
+  if (st != LUA_OK) fprintf(stderr, "%s\n", lua_tostring(L, -1));
+  CHECK(st == LUA_OK);
+  kevo_lua_close(L);
+}
+
+int main(void) {
+  test_core();
+  test_sandbox();
+  CHECK_DONE();
+}

@@ -1,0 +1,46 @@
+-- kevo.prompt: messages for kernel work carry the task, the contract, the best candidate and
+-- the feedback of the last evaluation.
+local prompt = require "kevo.prompt"
+
+local task = {
+  name = "softmax", summary = "Row-wise softmax.", params = {M = 4096, N = 1024},
+  shapes = {{M = 127, N = 1000}}, inputs = {x = {dtype = "f32", shape = {"M", "N"}}},
+  outputs = {y = {dtype = "f32", shape = {"M", "N"}}}, cost = {bytes = "2*M*N*4", flops = "5*M*N"},
+  prompt = "Keep rows in registers.",
+}
+local result = {
+  ok = false, verdict = "wrong", stage = "verify", message = "3 mismatches",
+  compile = {kernels = {{name = "k", registers = 40, shared_static = 0, local_bytes = 0,
+                         spill_stores = 2, spill_loads = 3}},
+             diagnostics = {{line = 7, col = 3, severity = "warning", message = "unused x"}}},
+  verify = {mismatches = 3, worst = {shape = "M=127,N=1000", tensor = "y", index = {5, 999},
+                                     expected = 0.25, actual = 0.5, abs_err = 0.25, rel_err = 1}},
+  bench = {median_ms = 0.125, p10_ms = 0.12, p90_ms = 0.13, ref_median_ms = 0.25, speedup = 2,
+           roofline_pct = 61.5, gbps = 2000, tflops = 0.5},
+  feedback = "row 5 is wrong at the tail",
+}
+
+local msgs = prompt.messages{task = task, best = {source = "__global__ void k() {}", result = result}}
+assert(#msgs == 2 and msgs[1].role == "system" and msgs[2].role == "user")
+assert(msgs[1].content:find('extern "C"', 1, true) and msgs[1].content:find("kevo:launch", 1, true))
+local u = msgs[2].content
+for _, want in ipairs{"Operator: softmax", "Row-wise softmax.", "input  x: f32 [M, N]",
+                      "output y: f32 [M, N]", "M=4096, N=1024", "{M=127, N=1000}",
+                      "Keep rows in registers.", "```cuda", "__global__ void k()",
+                      "line 7:3 warning: unused x", "40 registers", "spills 2 stores / 3 loads",
+                      "index [5, 999]: expected 0.25, got 0.5", "speed-up 2x", "61.5%",
+                      "row 5 is wrong at the tail", "faster"} do
+  assert(u:find(want, 1, true), "prompt lacks: " .. want .. "\n" .. u)
+end
+
+local f = prompt.followup{result = result}
+assert(f:find("Fix the problem", 1, true) and f:find("Result: wrong at stage verify", 1, true))
+f = prompt.followup{result = {ok = true, verdict = "ok", stage = "done", bench = {median_ms = 1}}}
+assert(f:find("faster", 1, true))
+assert(prompt.system{lang = "triton"}:find("@triton.jit", 1, true))
+assert(prompt.feedback(nil) == "(no evaluation result)")
+-- a long compile log is clipped, not pasted whole
+local long = prompt.feedback{verdict = "compile_error", stage = "compile",
+                             compile = {log = string.rep("x", 10000)}}
+assert(#long < 5000 and long:find("more bytes", 1, true))
+print("prompt ok")
