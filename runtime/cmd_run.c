@@ -119,7 +119,10 @@ static int host_getenv(lua_State *L) {
   return 1;
 }
 
-static void push_host(lua_State *L) {
+static const char *find_flag(int argc, char **argv, const char *flag);
+static void set_llm_config(lua_State *L, const char *flag);
+
+static void push_host(lua_State *L, int argc, char **argv) {
   static const luaL_Reg fns[] = {{"interrupted", host_interrupted},
                                  {"read_file", host_read_file},
                                  {"write_file", host_write_file},
@@ -131,25 +134,73 @@ static void push_host(lua_State *L) {
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDERR_FILENO));
   lua_setfield(L, -2, "tty");
+  set_llm_config(L, find_flag(argc, argv, "--llm"));
 }
 
-/* The --seed value, read before the state exists (it seeds the sandbox's math.random). */
-static int find_seed(int argc, char **argv, uint64_t *seed) {
+/* The value of option `flag` (the last one given), read before the state exists, or NULL. */
+static const char *find_flag(int argc, char **argv, const char *flag) {
+  const char *v = NULL;
+  size_t n = strlen(flag);
   for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-      v = argv[i + 1];
-    else if (!strncmp(argv[i], "--seed=", 7))
-      v = argv[i] + 7;
-    if (v) {
-      char *end;
-      errno = 0;
-      unsigned long long s = strtoull(v, &end, 10);
-      if (errno || *end || !*v) return -1;
-      *seed = s;
+    if (!strcmp(argv[i], flag) && i + 1 < argc)
+      v = argv[++i];
+    else if (!strncmp(argv[i], flag, n) && argv[i][n] == '=')
+      v = argv[i] + n + 1;
+  }
+  return v;
+}
+
+/* The --seed value: it seeds the sandbox's math.random. */
+static int find_seed(int argc, char **argv, uint64_t *seed) {
+  const char *v = find_flag(argc, argv, "--seed");
+  if (!v) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long s = strtoull(v, &end, 10);
+  if (errno || *end || !*v) return -1;
+  *seed = s;
+  return 0;
+}
+
+/* The LLM settings (kevo.conf < environment < --llm) resolved by kevo.config in a trusted state,
+ * since the sandbox can read neither files nor the environment. Sets host.llm_config (JSON) or
+ * host.llm_config_error on the table at the top of L. Keys are never in it: only their
+ * variable's name. */
+static const char LLM_CONFIG_CHUNK[] =
+    "local flag = ...\n"
+    "local cfg, msg = require('kevo.config').llm{dir = '.', flags = flag and {llm = flag} or nil}\n"
+    "if not cfg then return nil, msg end\n"
+    "return require('kevo.json').encode(cfg)\n";
+
+static void set_llm_config(lua_State *L, const char *flag) {
+  kevo_error err = {0};
+  kevo_lua_opts topts = {0};
+  lua_State *T = kevo_lua_new(&topts, &err);
+  if (!T) {
+    lua_pushstring(L, err.msg);
+    lua_setfield(L, -2, "llm_config_error");
+    return;
+  }
+  if (kevo_lua_load(T, LLM_CONFIG_CHUNK, sizeof LLM_CONFIG_CHUNK - 1, "=llm config") == LUA_OK) {
+    if (flag)
+      lua_pushstring(T, flag);
+    else
+      lua_pushnil(T);
+    if (kevo_lua_pcall(T, 1, 2) == LUA_OK) {
+      if (lua_isstring(T, -2)) {
+        lua_pushstring(L, lua_tostring(T, -2));
+        lua_setfield(L, -2, "llm_config");
+      } else {
+        lua_pushstring(L, lua_isstring(T, -1) ? lua_tostring(T, -1) : "bad LLM settings");
+        lua_setfield(L, -2, "llm_config_error");
+      }
+      kevo_lua_close(T);
+      return;
     }
   }
-  return 0;
+  lua_pushstring(L, lua_tostring(T, -1));
+  lua_setfield(L, -2, "llm_config_error");
+  kevo_lua_close(T);
 }
 
 /* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with
@@ -168,7 +219,7 @@ static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
     lua_pushstring(L, argv[i]);
     lua_rawseti(L, -2, i);
   }
-  push_host(L);
+  push_host(L, argc, argv);
   if (kevo_lua_pcall(L, 2, 1) != LUA_OK) {
     host_clear_progress(L);
     fprintf(stderr, "kevo run: %s\n", lua_tostring(L, -1));

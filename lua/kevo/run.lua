@@ -217,29 +217,47 @@ local function make_evaluator(task, cfg, host)
   }, "gpu"
 end
 
--- The proposer: LLM rewrites through kevo.llm, kevo.prompt and kevo.extract.
-local function make_proposer(cfg, ctx_ref)
-  if not cfg.llm then return nil end
+-- The proposer: LLM rewrites through kevo.llm (configured by the host: the sandbox reads no
+-- files), kevo.prompt and kevo.extract.
+local function make_proposer(llm_cfg, ctx_ref)
+  if not llm_cfg then return nil end
   local llm = require "kevo.llm"
   local prompt = require "kevo.prompt"
   local extract = require "kevo.extract"
   return {
     propose = function(parent, entry, feedback, n, task)
-      local messages = prompt.rewrite{task = task, lang = parent.lang, source = parent.source,
-                                      launch = parent.launch, knobs = parent.knobs,
-                                      feedback = feedback}
-      local replies, msg = llm.generate{provider = cfg.llm.provider, model = cfg.llm.model,
-                                        messages = messages, n = n}
+      local notes = {}
+      if parent.knobs and next(parent.knobs) then
+        notes[#notes + 1] = "It was compiled with these knob values (-D defines for CUDA, " ..
+          "constexpr arguments for Triton): " .. search.knobs_key(parent.knobs) ..
+          ". Keep a knob's name if your kernel still uses it."
+      end
+      if feedback and (not entry or feedback ~= entry.feedback) then notes[#notes + 1] = feedback end
+      local messages = prompt.messages{
+        task = task, lang = parent.lang,
+        best = {source = parent.source, launch = parent.launch, result = entry},
+        notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
+      local replies, msg, code = llm.generate{messages = messages, n = n}
       if not replies then
+        if code == "E_BUDGET" then search.stop("tokens", msg) end
         ctx_ref.ctx:log("llm: %s", msg)
         return {}, 0
       end
-      local out, tokens = {}, 0
+      local u = replies.usage or {}
+      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0)
+      local out = {}
       for _, r in ipairs(replies) do
-        local u = r.usage or {}
-        tokens = tokens + (u.input_tokens or 0) + (u.output_tokens or 0)
-        local src, launch = extract.kernel(r.text or r.content or "", parent.lang)
-        if src then out[#out + 1] = {source = src, launch = launch} end
+        local cands, why = extract.candidates(r)
+        local pick
+        for _, c in ipairs(cands or {}) do
+          if not pick and c.lang == parent.lang then pick = c end
+        end
+        pick = pick or (cands and cands[1])
+        if pick then
+          out[#out + 1] = {lang = pick.lang, source = pick.source, launch = pick.launch}
+        else
+          ctx_ref.ctx:log("llm: a reply held no kernel (%s)", tostring(why))
+        end
       end
       return out, tokens
     end,
@@ -330,7 +348,15 @@ end
 
 function M.execute(cfg, host)
   local task, recipe_path = load_task(cfg.recipe, host)
-  local strat, sopts = load_strategy(cfg.strategy or (cfg.llm and "greedy" or "autotune"),
+  local llm_cfg
+  if host.llm_config_error then usage_error("LLM settings: %s", host.llm_config_error) end
+  if host.llm_config then
+    llm_cfg = json.decode(host.llm_config)
+    if type(llm_cfg) ~= "table" or type(llm_cfg.model) ~= "string" then llm_cfg = nil end
+  end
+  if cfg.llm and not llm_cfg then usage_error("--llm: the LLM settings did not resolve") end
+  local max_tokens = llm_cfg and (cfg.max_tokens or llm_cfg.budget_tokens) or nil
+  local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
                                      cfg.sets, host)
   local seeds = task_seeds(task, host)
   local evaluator, evaluator_name = make_evaluator(task, cfg, host)
@@ -342,19 +368,24 @@ function M.execute(cfg, host)
   local run_id = assert(db:run_create{
     recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
     config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
-                          opts = sopts, llm = cfg.llm, max_tokens = cfg.max_tokens,
+                          opts = sopts, max_tokens = max_tokens,
+                          llm = llm_cfg and (llm_cfg.provider .. ":" .. llm_cfg.model) or nil,
                           max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
                           evaluator = evaluator_name}),
   })
   M.open_run = {db = dbpath, id = run_id}
   host.started(dbpath, run_id)
+  if llm_cfg then
+    require("kevo.llm").configure{config = llm_cfg, archive = db, run = run_id,
+                                  budget_tokens = max_tokens}
+  end
 
   local ctx_ref = {}
   local last_draw = -1
   local ctx = search.new{
-    task = task, seeds = seeds, evaluator = evaluator, proposer = make_proposer(cfg, ctx_ref),
+    task = task, seeds = seeds, evaluator = evaluator, proposer = make_proposer(llm_cfg, ctx_ref),
     archive = db, run = run_id, seed = cfg.seed, max_evals = cfg.max_evals, time_s = cfg.time_s,
-    max_tokens = cfg.max_tokens, interrupted = host.interrupted,
+    max_tokens = max_tokens, interrupted = host.interrupted,
     on_progress = function(c)
       local now = c:elapsed()
       if host.tty and now - last_draw < 0.1 then return end
@@ -368,7 +399,7 @@ function M.execute(cfg, host)
   }
   ctx_ref.ctx = ctx
   kevo.log("kevo run %d: %s on %s, %d seed(s), evaluator: %s%s", run_id, strat.name, recipe_name,
-           #seeds, evaluator_name, ctx.llm and (", llm " .. cfg.llm.provider .. ":" .. cfg.llm.model) or "")
+           #seeds, evaluator_name, llm_cfg and (", llm " .. llm_cfg.provider .. ":" .. llm_cfg.model) or "")
 
   local ok, err = pcall(strat.run, ctx, sopts)
   if evaluator.close then evaluator.close() end
