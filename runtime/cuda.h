@@ -1,5 +1,22 @@
 /* cuda.h: compiling CUDA C candidates in process with NVRTC. Knows nothing of Lua.
- * Works without a GPU: the target architecture is given ("sm_90"). */
+ * Works without a GPU: the target architecture is given ("sm_90").
+ *
+ * Options given to NVRTC: -arch=<arch> -std=c++17 -default-device -Xptxas=-v (resources)
+ * -I<toolkit include> (and its cccl/), -lineinfo when asked, -D<name>[=<value>] per define
+ * (sorted by name). No --use_fast_math. Sources are untrusted text: an #include of anything
+ * but a CUDA toolkit header (absolute paths, "..", files of the working directory, computed
+ * includes) is refused as a compile error at its line, before NVRTC runs.
+ *
+ * Timeout: NVRTC runs on a thread of its own. It checks a cancel flag at the points where
+ * NVRTC calls back (nvrtcSetFlowCallback: between phases and during code generation, not
+ * inside the front end). The caller waits until the deadline (opts.timeout_s, else
+ * $KEVO_COMPILE_TIMEOUT, else 60 s), then returns KEVO_E_TIMEOUT and leaves the thread to
+ * end by itself (at the next callback, or when the front end finishes): its memory is freed
+ * then. At most 4 such abandoned compiles may be alive; past that cuda_compile fails with
+ * KEVO_E_TIMEOUT at once. A forked child per compile could be killed outright, but pays
+ * NVRTC's start-up and a process spawn every time (bench/compile_latency.sh, 2-cpu build
+ * machine: first compile of a process 28-107 ms against 30-65 ms warm), and a fork of a
+ * process with threads may only exec; the thread keeps the warm path and the cache shared. */
 #ifndef KEVO_CUDA_H
 #define KEVO_CUDA_H
 
@@ -21,6 +38,7 @@ typedef struct cuda_compile_opts {
   size_t ndefines;
   int lineinfo;     /* add -lineinfo */
   double timeout_s; /* 0: default */
+  int no_cache;     /* 1: neither read nor write the compile cache (benchmarks) */
 } cuda_compile_opts;
 
 typedef struct cuda_diag {
@@ -61,6 +79,13 @@ void cuda_compile_many(const cuda_compile_opts *opts, size_t n, cuda_module **ou
                        kevo_error *errs);
 
 void cuda_module_free(cuda_module *m);
+
+/* Waits up to timeout_s for timed-out compiles still running in the background to end;
+ * returns how many are left. Call before exiting to leave NVRTC idle. */
+int cuda_compile_drain(double timeout_s);
+
+/* Drops the in-memory compile cache (the disk cache stays). */
+void cuda_cache_clear(void);
 
 /* NVRTC's version, and the default architecture. */
 void cuda_nvrtc_version(int *major, int *minor);

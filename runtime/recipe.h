@@ -117,12 +117,38 @@ void kevo_recipe_free(kevo_recipe *r);
  * f16 1e-3/1e-3, bf16 1e-2/1e-2, f64 1e-12/1e-12, integers exact). */
 kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
 
+/* The launch chunk of source s (of recipe r): the recipe's `launch:` text, or else the
+ * kevo:launch block of the source file (a C comment, a Python triple-quoted string or
+ * # comment lines; see docs/architecture.md "Launch chunks"). *chunk is malloc'ed (the caller
+ * frees it); *where is the file it comes from (r->path or s->file) and *line the line there of
+ * its first line, so a Lua error at chunk line n is at *where:(*line + n - 1).
+ * KEVO_E_RECIPE when there is none, KEVO_E_IO when the source cannot be read. */
+int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk, const char **where,
+                       int *line, kevo_error *err);
+
 /* Evaluates an expression over a shape's params: integers, + - * / % (C semantics on
  * integers, / is exact on floats), ** , parentheses, unary minus, min(a,b), max(a,b),
  * cdiv(a,b). Nothing else: no names but params. KEVO_E_PARSE names the column. */
 int kevo_expr_eval(const char *expr, const kevo_shape *shape, double *out, kevo_error *err);
 
+/* Like kevo_expr_eval, but keeps integers exact: *is_int says whether the result is an integer
+ * (then *iout holds it exactly, else 0); *dout holds it as a double. Any pointer may be NULL. */
+int kevo_expr_eval_exact(const char *expr, const kevo_shape *shape, int64_t *iout, int *is_int,
+                         double *dout, kevo_error *err);
+
 /* Element count of tensor t at a shape (product of its dims). */
 int kevo_tensor_numel(const kevo_tensor *t, const kevo_shape *shape, int64_t *out, kevo_error *err);
+
+/* Resolves a recipe argument to a file path in out. A path (it has a '/', ends in .yaml/.yml, or
+ * names an existing file) is taken as it is; a bare name like "softmax" is looked up as
+ * <dir>/softmax.yaml along the search path: $KEVO_RECIPES (colon-separated), ./recipes, then the
+ * source tree's recipes/ (dev builds). KEVO_E_IO naming the places looked in when not found. */
+int kevo_recipe_find(const char *name_or_path, char *out, size_t outlen, kevo_error *err);
+
+/* Calls fn(path, name, ud) for every <dir>/<name>.yaml on the search path, in search order,
+ * sorted by name within a directory; a name seen in an earlier directory hides later ones.
+ * Stops early and returns fn's status when it returns nonzero. */
+typedef int (*kevo_recipe_visit)(const char *path, const char *name, void *ud);
+int kevo_recipe_each(kevo_recipe_visit fn, void *ud, kevo_error *err);
 
 #endif

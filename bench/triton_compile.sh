@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Triton compile latency: a warm kevo compile server (per candidate, after its one cold start)
+# against a cold `python3 -m triton.tools.compile` process per candidate, in the same run, on
+# the same kernels (recipes/vector_add and recipes/softmax seeds, distinct knob values so no
+# cache answers). Target: at most 0.5 s per warm compile.
+#
+#   bench/triton_compile.sh [N_WARM=24] [N_COLD=4]
+#
+# Env: KEVO (binary; default build/kevo), KEVO_PYTHON (default .venv/bin/python3, else python3).
+# triton.tools.compile asks the CUDA driver for its launcher types, so on a machine without a
+# GPU it cannot run; there the cold baseline is a fresh python process doing the tool's own
+# steps (import triton, load the file, ASTSource, triton.compile for the same target), which is
+# the tool minus writing its C stub, and the output says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n_warm=${1:-24}
+n_cold=${2:-4}
+kevo=${KEVO:-build/kevo}
+py=${KEVO_PYTHON:-}
+if [ -z "$py" ]; then if [ -x .venv/bin/python3 ]; then py=.venv/bin/python3; else py=python3; fi; fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export KEVO_SRC=$PWD
+
+cat > "$tmp/warm.lua" <<'LUA'
+local triton = require "kevo.triton"
+local sys = require "kevo.sys"
+local n = tonumber(arg[1])
+triton.configure{disk_cache = false, servers = 1}
+local t0 = sys.clock()
+local ok, version = triton.available()
+if not ok then io.stderr:write("Triton is not available: ", version, "\n") os.exit(77) end
+local cold_start = sys.clock() - t0
+local function read(p) local f = assert(io.open(os.getenv("KEVO_SRC") .. "/" .. p)) local s = f:read("a") f:close() return s end
+local seeds = {
+  {read("recipes/vector_add/vector_add.py"), "vector_add", {"*fp32", "*fp32", "*fp32", "i32"}},
+  {read("recipes/softmax/softmax.py"), "softmax", {"*fp32", "*fp32", "i32", "i32"}},
+}
+local times = {}
+local i = 0
+for _, block in ipairs{128, 256, 512, 1024, 2048, 4096} do
+  for _, warps in ipairs{1, 2, 4, 8} do
+    for _, s in ipairs(seeds) do
+      if #times >= n then break end
+      local t = sys.clock()
+      local m, info = triton.compile(s[1], {kernel = s[2], signature = s[3],
+        constexprs = {BLOCK = block}, num_warps = warps})
+      assert(m, info)
+      assert(info.cached == false)
+      times[#times + 1] = (sys.clock() - t) * 1000
+    end
+  end
+end
+table.sort(times)
+local function q(p) return times[math.max(1, math.ceil(p * #times))] end
+print(("warm %s %d %.1f %.1f %.1f %.1f"):format(version, #times, q(0.5), q(0.1), q(0.9), cold_start * 1000))
+LUA
+warm=$("$kevo" script "$tmp/warm.lua" "$n_warm")
+read -r _ version nw w50 w10 w90 start_ms <<<"$warm"
+
+cat > "$tmp/steps.py" <<'PY'
+# The steps of triton.tools.compile, without the driver query that needs a GPU.
+import importlib.util, sys
+import triton
+from triton.backends.compiler import GPUTarget
+path, name, block, warps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+spec = importlib.util.spec_from_file_location("k", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+fn = getattr(mod, name)
+sig = {p.name: ("constexpr" if p.is_constexpr else None) for p in fn.params}
+types = {"vector_add": ["*fp32", "*fp32", "*fp32", "i32"], "softmax": ["*fp32", "*fp32", "i32", "i32"]}[name]
+for k, t in zip([k for k, v in sig.items() if v is None], types):
+    sig[k] = t
+src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs={"BLOCK": block})
+ck = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 3})
+assert len(ck.asm["cubin"]) > 0
+PY
+tool_ok=1
+if ! TRITON_CACHE_DIR="$tmp/probe" "$py" -m triton.tools.compile recipes/vector_add/vector_add.py \
+     --kernel-name vector_add --signature "*fp32:16, *fp32:16, *fp32:16, i32, 64" --grid "1,1,1" \
+     --num-warps 1 --target cuda:90:32 --out-path "$tmp/probe_out" >/dev/null 2>&1; then
+  tool_ok=0
+fi
+cold=()
+for i in $(seq 1 "$n_cold"); do
+  blocks=(256 512 1024 2048 4096 128)
+  block=${blocks[$(( (i - 1) % 6 ))]}
+  if [ $((i % 2)) = 1 ]; then f=recipes/vector_add/vector_add.py k=vector_add
+    sig="*fp32:16, *fp32:16, *fp32:16, i32, $block"
+  else f=recipes/softmax/softmax.py k=softmax
+    sig="*fp32:16, *fp32:16, i32, i32, $block"
+  fi
+  t0=$(date +%s%N)
+  if [ $tool_ok = 1 ]; then
+    TRITON_CACHE_DIR="$tmp/cold$i" "$py" -m triton.tools.compile "$f" --kernel-name $k \
+      --signature "$sig" --grid "1,1,1" --num-warps 4 --target cuda:90:32 \
+      --out-path "$tmp/out$i" >/dev/null
+  else
+    TRITON_CACHE_DIR="$tmp/cold$i" "$py" "$tmp/steps.py" "$f" $k "$block" 4
+  fi
+  t1=$(date +%s%N)
+  cold+=($(( (t1 - t0) / 1000000 )))
+done
+cold_sorted=$(printf '%s\n' "${cold[@]}" | sort -n)
+c50=$(printf '%s\n' "$cold_sorted" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+baseline="python3 -m triton.tools.compile"
+[ $tool_ok = 1 ] || baseline="cold python process, the tool's steps (the tool needs a GPU driver here)"
+
+echo "Triton $version, $(nproc) CPUs, target sm_90"
+printf '%-58s %10s\n' "what" "ms"
+printf '%-58s %10s\n' "kevo server cold start (import + warm-up, once per run)" "$start_ms"
+printf '%-58s %10s\n' "kevo warm compile per candidate, median of $nw" "$w50"
+printf '%-58s %10s\n' "kevo warm compile per candidate, p10 / p90" "$w10 / $w90"
+printf '%-58s %10s\n' "cold process per candidate, median of $n_cold" "$c50"
+echo "cold baseline: $baseline (all: ${cold[*]} ms)"
+awk -v c="$c50" -v w="$w50" 'BEGIN { printf "ratio cold/warm: %.1fx; target warm <= 500 ms: %s\n", c / w, (w <= 500 ? "met" : "NOT met") }'

@@ -1,0 +1,9 @@
+// Writes a constant: every element is written (no poison left), every value is wrong.
+/* kevo:launch
+return {kernels = {{name = "vector_add", grid = {cdiv(N, 256)}, block = {256},
+                    args = {"a", "b", "c", i32(N)}}}}
+*/
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = 1.0f;
+}

@@ -1,0 +1,21 @@
+// Right for its first 64 launches (more than verification needs), then it stops reading b
+// and writes c = a: cheaper, and wrong. The launches in the timing loop are past 64, so the
+// check of the outputs after the timing loop must catch it.
+/* kevo:launch
+return {kernels = {{name = "vector_add", grid = {cdiv(N, 256)}, block = {256},
+                    args = {"a", "b", "c", i32(N)}}}}
+*/
+#define HONEST_LAUNCHES 64u
+__device__ unsigned int launches;
+__device__ unsigned int blocks_done;
+
+extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  unsigned int seen = *(volatile unsigned int*)&launches; // bumped by a launch's last block
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = seen < HONEST_LAUNCHES ? a[i] + b[i] : a[i];
+  __threadfence();
+  if (threadIdx.x == 0 && atomicAdd(&blocks_done, 1u) == gridDim.x - 1) {
+    launches = seen + 1;
+    blocks_done = 0;
+  }
+}
