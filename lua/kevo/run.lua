@@ -166,7 +166,12 @@ local function task_seeds(task, host)
       source, err = host.read_file(s.file)
       if not source then usage_error("seed %d: %s", i, err) end
     end
-    local space = s.space or s.knobs
+    -- the loader gives space = {NAME = {values}} and knobs = {names in file order}
+    local space = s.space
+    if type(s.knobs) == "table" and type(s.space) == "table" and type(s.knobs[1]) == "string" then
+      space = {}
+      for j, name in ipairs(s.knobs) do space[j] = {name = name, values = s.space[name]} end
+    end
     seeds[i] = {lang = s.lang, source = source, launch = s.launch, file = s.file, space = space}
   end
   return seeds
