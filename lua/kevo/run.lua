@@ -209,7 +209,11 @@ local function make_evaluator(task, cfg, host)
   end
   local ok, evaluator = pcall(require, "kevo.evaluator")
   if not ok then error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0) end
-  local ev = assert(evaluator.new{recipe = task, arch = cfg.arch})
+  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch}
+  if not ev then
+    if code == "E_NOGPU" then error("verification needs a GPU: " .. tostring(msg), 0) end
+    error(tostring(msg), 0)
+  end
   return {
     evaluate_many = function(list)
       local clean = {}
@@ -343,12 +347,20 @@ function M.main(argv, host)
   end
   local okr, rc = pcall(M.execute, cfg, host)
   if okr then return rc end
+  host.clear_progress()
   if getmetatable(rc) == Usage then
-    host.clear_progress()
     kevo.log("kevo run: %s", rc.message)
     return EXIT_USAGE
   end
-  error(rc, 0)
+  -- a failure setting the run up (no evaluator, no GPU, a broken archive): said plainly
+  kevo.log("kevo run: %s", tostring(rc))
+  if M.open_run then
+    local ok, archive = pcall(require, "kevo.archive")
+    local db = ok and archive.open(M.open_run.db)
+    if db then db:run_finish(M.open_run.id, "failed"); db:close() end
+    M.open_run = nil
+  end
+  return EXIT_FAILED
 end
 
 function M.execute(cfg, host)

@@ -108,5 +108,12 @@ if [ $rc = 0 ] && grep -q "killed" "$out"; then
     || { echo "FAIL: Ctrl-C: run not killed in archive"; fail=1; }
 else echo "FAIL: Ctrl-C: exit $rc"; sed 's/^/  | /' "$out"; fail=1; fi
 
+# The real evaluator on a machine without a GPU: the run fails plainly (exit 1) and says why.
+if [ ! -e /dev/nvidia0 ]; then
+  t "no GPU: exit 1" 1 env -u KEVO_EVALUATOR "$KEVO" run "$recipe" --max-evals 4
+  if "$KEVO" script <(echo 'require "kevo.evaluator"') 2>/dev/null; then has "needs a GPU"
+  else has "no evaluator"; fi
+fi
+
 [ $fail = 0 ] && echo "run: all passed"
 exit $fail
