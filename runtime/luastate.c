@@ -24,6 +24,17 @@ typedef struct lua_ctx {
 
 enum { HOOK_EVERY = 1000 };
 
+/* Chunk names of kevo's own embedded Lua code. No file path can produce it (files get "@"),
+ * and the sandbox's load() refuses it, so it marks code the sandbox may trust. */
+#define EMBEDDED_CHUNK_PREFIX "=[kevo]"
+
+/* Modules that reach outside the process (network, files, the archive, the GPU worker, API
+ * keys). In a sandbox only kevo's own embedded code may require them: a strategy gets their
+ * services through the context the host hands it, never the raw module. */
+static const char *const privileged_modules[] = {"kevo.http",    "kevo.llm",       "kevo.config",
+                                                 "kevo.archive", "kevo.evaluator", "kevo.triton",
+                                                 "kevo.recipe",  "kevo.torchref",  NULL};
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -114,7 +125,7 @@ static int push_kevo_loader(lua_State *L, const char *name) {
   const char *code = kevo_lua_find_embedded(name, &len, &path);
   if (code) {
     char chunk[300];
-    snprintf(chunk, sizeof chunk, "@%s", path);
+    snprintf(chunk, sizeof chunk, "%s%s", EMBEDDED_CHUNK_PREFIX, path);
     if (kevo_lua_load(L, code, len, chunk) != LUA_OK) return lua_error(L);
     lua_pushstring(L, path);
     return 2;
@@ -137,6 +148,18 @@ static int sandbox_require(lua_State *L) {
   lua_pop(L, 1);
   if (strcmp(name, "kevo") != 0 && strncmp(name, "kevo.", 5) != 0)
     return luaL_error(L, "E_SANDBOX: require '%s' is not allowed here (kevo modules only)", name);
+  for (const char *const *p = privileged_modules; *p; p++) {
+    if (strcmp(*p, name) != 0) continue;
+    lua_Debug ar;
+    int trusted = 0;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar))
+      trusted = strncmp(ar.source, EMBEDDED_CHUNK_PREFIX, strlen(EMBEDDED_CHUNK_PREFIX)) == 0;
+    if (!trusted)
+      return luaL_error(L,
+                        "E_SANDBOX: require '%s' is not allowed in a sandbox (it reaches outside "
+                        "the process; use what the context offers)",
+                        name);
+  }
   if (push_kevo_loader(L, name) != 2) return lua_error(L); /* stack: name loaded f extra */
   lua_pushvalue(L, 1);
   lua_insert(L, -2); /* stack: name loaded f name extra */
@@ -155,6 +178,8 @@ static int sandbox_load(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   const char *name = luaL_optstring(L, 2, "=(load)");
+  if (strncmp(name, EMBEDDED_CHUNK_PREFIX, strlen(EMBEDDED_CHUNK_PREFIX)) == 0)
+    name = "=(load)"; /* that name marks kevo's own code */
   int has_env = !lua_isnone(L, 4);
   if (len > 0 && s[0] == LUA_SIGNATURE[0]) {
     luaL_pushfail(L);

@@ -49,6 +49,13 @@ int main(void) {
   expect_fail("return ('').dump(print)", "dump");
   expect_fail("local f = assert(load('\\27Lua\\84\\0')) return f()", "binary chunks");
   expect_fail("return require 'io'", "not allowed");
+  expect_fail("return require 'kevo.archive'", "not allowed in a sandbox");
+  expect_fail("return require 'kevo.http'", "not allowed in a sandbox");
+  expect_fail("return pcall(require, 'kevo.llm') and 'escaped' or error((select(2, pcall(require, "
+              "'kevo.llm'))))",
+              "not allowed in a sandbox");
+  expect_fail("return load(\"return require 'kevo.http'\", '=[kevo]lua/kevo/x.lua')()",
+              "not allowed in a sandbox");
   expect_fail("return dofile('/etc/passwd')", "unknown global 'dofile'");
   expect_fail("return setmetatable(_G, nil)", "protected metatable");
   /* budgets: an endless loop, the same under pcall, inside a coroutine, a 1 GB string */
