@@ -178,8 +178,8 @@ local function task_seeds(task, host)
 end
 
 local function load_task(spec, host)
-  local ok, recipe = pcall(require, "kevo.recipe")
-  if not ok then usage_error("this build has no recipe loader (kevo.recipe)") end
+  local ok, recipe = pcall(function() return require "kevo.recipe" end)
+  if not ok then usage_error("this build has no recipe loader (kevo.recipe): %s", tostring(recipe)) end
   local path = spec
   if recipe.find then
     local found, msg = recipe.find(spec)
@@ -207,7 +207,7 @@ local function make_evaluator(task, cfg, host)
     end
     return search.model_evaluator(model, task), "model " .. file
   end
-  local ok, evaluator = pcall(require, "kevo.evaluator")
+  local ok, evaluator = pcall(function() return require "kevo.evaluator" end)
   if not ok then error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0) end
   local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch}
   if not ev then
@@ -355,7 +355,7 @@ function M.main(argv, host)
   -- a failure setting the run up (no evaluator, no GPU, a broken archive): said plainly
   kevo.log("kevo run: %s", tostring(rc))
   if M.open_run then
-    local ok, archive = pcall(require, "kevo.archive")
+    local ok, archive = pcall(function() return require "kevo.archive" end)
     local db = ok and archive.open(M.open_run.db)
     if db then db:run_finish(M.open_run.id, "failed"); db:close() end
     M.open_run = nil

@@ -78,6 +78,8 @@ printf 'return {name = "bad", run = function(ctx) os.execute("touch %s/leak") en
 t "sandbox refuses os" 1 "$KEVO" run "$recipe" --strategy ./evil_os.lua;   has "unknown global 'os'"
 printf 'return {name = "bad", run = function(ctx) require("io") end}\n' > evil_req.lua
 t "sandbox refuses require io" 1 "$KEVO" run "$recipe" --strategy ./evil_req.lua; has "not allowed"
+printf 'return {name = "bad", run = function(ctx) require("kevo.archive").open("%s/leak") end}\n' "$tmp" > evil_db.lua
+t "sandbox refuses kevo.archive" 1 "$KEVO" run "$recipe" --strategy ./evil_db.lua; has "not allowed"
 [ -e "$tmp/leak" ] && { echo "FAIL: a sandboxed strategy wrote a file"; fail=1; }
 
 # An endless strategy: every candidate new (a counter in the source), stopped only by budgets.
