@@ -458,7 +458,8 @@ function M.summary(ctx, s)
     ctx.llm and (", " .. ctx.tokens .. " tokens") or "", ctx:elapsed(),
     s.why and (" [" .. s.why.reason .. "]") or ""))
   if s.why and s.why.reason == "no_gpu" then
-    print(string.format("verification needs a GPU: %s", s.why.message or "no GPU"))
+    local m = s.why.message or "no GPU"
+    print(m:find("needs a GPU", 1, true) and m or ("verification needs a GPU: " .. m))
     print(string.format("compiled %d candidate(s) here; run on a GPU host to verify and time them",
                         compiled))
   end

@@ -417,8 +417,8 @@ function Ctx:evaluate(cands)
   end
   for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
   if self._opts.on_progress then self._opts.on_progress(self) end
-  if truncated then self:_check_stop("evaluate") end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
+  if truncated then self:_check_stop("evaluate") end
   return out
 end
 
