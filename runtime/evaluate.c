@@ -1,6 +1,7 @@
 #include "evaluate.h"
 
 #include "buf.h"
+#include "evalint.h"
 #include "evaltriton.h"
 #include "launch.h"
 #include "triton.h"
@@ -8,10 +9,12 @@
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { LOG_CAP = 8192, MIN_TRIALS = 5 };
 #define DEFAULT_DEADLINE_S 120.0
@@ -355,152 +358,7 @@ static void knob_set_free(knob_set *ks) {
   ks->nowned = 0;
 }
 
-static double expr_at(const char *expr, const kevo_shape *sh, double def) {
-  double v;
-  kevo_error e;
-  if (!expr || kevo_expr_eval(expr, sh, &v, &e) != KEVO_OK) return def;
-  return v;
-}
-
-/* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
- * bench, cost. */
-static int build_request(evaluator *ev, cJSON *req, int ncand, kevo_error *err) {
-  const kevo_recipe *r = ev->recipe;
-  cJSON_AddStringToObject(req, "op", "evaluate");
-  cJSON *mods = cJSON_AddArrayToObject(req, "modules");
-  for (int i = 0; i <= ncand; i++) { /* the candidate's modules, then the reference */
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "blob", i);
-    cJSON_AddStringToObject(m, "role", i < ncand ? "candidate" : "reference");
-    cJSON_AddItemToArray(mods, m);
-  }
-  static const char *const init_kinds[] = {"normal", "uniform", "randint"};
-  static const double init_def[][2] = {{0, 1}, {-1, 1}, {0, 100}};
-  cJSON *tensors = cJSON_AddArrayToObject(req, "tensors");
-  for (size_t t = 0; t < r->ntensors; t++) {
-    const kevo_tensor *tn = &r->tensors[t];
-    cJSON *tj = cJSON_CreateObject();
-    cJSON_AddStringToObject(tj, "name", tn->name);
-    cJSON_AddStringToObject(tj, "dtype", kevo_dtype_name(tn->dtype));
-    cJSON_AddStringToObject(tj, "role", tn->role == KEVO_ROLE_INPUT ? "input" : "output");
-    if (tn->role == KEVO_ROLE_INPUT) {
-      cJSON *in = cJSON_AddObjectToObject(tj, "init");
-      cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
-      cJSON_AddNumberToObject(in, "a",
-                              expr_at(tn->init.a, &r->shapes[0], init_def[tn->init.kind][0]));
-      cJSON_AddNumberToObject(in, "b",
-                              expr_at(tn->init.b, &r->shapes[0], init_def[tn->init.kind][1]));
-    }
-    cJSON_AddItemToArray(tensors, tj);
-  }
-  cJSON *shapes = cJSON_AddArrayToObject(req, "shapes");
-  for (size_t s = 0; s < r->nshapes; s++) {
-    const kevo_shape *sh = &r->shapes[s];
-    cJSON *sj = cJSON_CreateObject();
-    cJSON_AddItemToArray(shapes, sj);
-    cJSON_AddStringToObject(sj, "label", sh->label);
-    cJSON *params = cJSON_AddObjectToObject(sj, "params");
-    for (size_t i = 0; i < sh->nparams; i++)
-      cJSON_AddNumberToObject(params, sh->params[i].name, (double)sh->params[i].value);
-    cJSON *numel = cJSON_AddObjectToObject(sj, "numel");
-    cJSON *dims = cJSON_AddObjectToObject(sj, "dims");
-    cJSON *init = cJSON_AddObjectToObject(sj, "init");
-    for (size_t t = 0; t < r->ntensors; t++) {
-      const kevo_tensor *tn = &r->tensors[t];
-      int64_t n;
-      int rc = kevo_tensor_numel(tn, sh, &n, err);
-      if (rc) return kevo_fail_prefix(err, "tensor %s at shape %s: ", tn->name, sh->label);
-      if (n <= 0)
-        return kevo_fail(err, KEVO_E_RECIPE, "tensor %s has %lld elements at shape %s", tn->name,
-                         (long long)n, sh->label);
-      cJSON_AddNumberToObject(numel, tn->name, (double)n);
-      cJSON *d = cJSON_AddArrayToObject(dims, tn->name);
-      for (size_t k = 0; k < tn->rank; k++)
-        cJSON_AddItemToArray(d, cJSON_CreateNumber(expr_at(tn->dims[k], sh, 0)));
-      if (tn->role == KEVO_ROLE_INPUT) {
-        cJSON *in = cJSON_AddObjectToObject(init, tn->name);
-        cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
-        cJSON_AddNumberToObject(in, "a", expr_at(tn->init.a, sh, init_def[tn->init.kind][0]));
-        cJSON_AddNumberToObject(in, "b", expr_at(tn->init.b, sh, init_def[tn->init.kind][1]));
-      }
-    }
-  }
-  cJSON *verify = cJSON_AddObjectToObject(req, "verify");
-  cJSON_AddNumberToObject(verify, "trials",
-                          ev->cfg.trials < MIN_TRIALS ? MIN_TRIALS : ev->cfg.trials);
-  cJSON_AddNumberToObject(verify, "seed", (double)(ev->cfg.seed & ((1ull << 53) - 1)));
-  cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
-  for (size_t t = 0; t < r->ntensors; t++) {
-    kevo_tolerance tl = kevo_recipe_tolerance(r, r->tensors[t].dtype);
-    const char *dn = kevo_dtype_name(r->tensors[t].dtype);
-    if (cJSON_GetObjectItem(tol, dn)) continue;
-    cJSON *o = cJSON_AddObjectToObject(tol, dn);
-    cJSON_AddNumberToObject(o, "atol", tl.atol);
-    cJSON_AddNumberToObject(o, "rtol", tl.rtol);
-  }
-  cJSON *bench = cJSON_AddObjectToObject(req, "bench");
-  cJSON_AddBoolToObject(bench, "enabled", ev->cfg.bench);
-  cJSON_AddNumberToObject(bench, "warmup_ms", 25);
-  cJSON_AddNumberToObject(bench, "max_ms", 1500);
-  /* Many reps: a kernel honest only for its first N calls must meet its N+1st in the loop
-   * (the worker checks the outputs after it), and the median gets steadier. */
-  cJSON_AddNumberToObject(bench, "min_reps", 50);
-  cJSON_AddNumberToObject(bench, "max_reps", 2000);
-  cJSON_AddNumberToObject(bench, "target_rse", 0.01);
-  cJSON_AddBoolToObject(bench, "l2_flush", 1);
-  cJSON *cost = cJSON_AddObjectToObject(req, "cost");
-  cJSON_AddNumberToObject(cost, "bytes", expr_at(r->cost_bytes, &r->shapes[0], 0));
-  cJSON_AddNumberToObject(cost, "flops", expr_at(r->cost_flops, &r->shapes[0], 0));
-  return KEVO_OK;
-}
-
 /* ---- judging ---- */
-
-static void device_of(const cJSON *dev, launch_device *out) {
-  memset(out, 0, sizeof *out);
-  if (!dev) return;
-  out->name = cJSON_GetStringValue(cJSON_GetObjectItem(dev, "name"));
-  if (!out->name) out->name = "GPU";
-  const cJSON *sms = cJSON_GetObjectItem(dev, "sms");
-  out->sms = cJSON_IsNumber(sms) ? sms->valueint : 0;
-  const cJSON *cc = cJSON_GetObjectItem(dev, "cc");
-  out->cc_major =
-      cJSON_IsNumber(cJSON_GetArrayItem(cc, 0)) ? cJSON_GetArrayItem(cc, 0)->valueint : 0;
-  out->cc_minor =
-      cJSON_IsNumber(cJSON_GetArrayItem(cc, 1)) ? cJSON_GetArrayItem(cc, 1)->valueint : 0;
-}
-
-/* Copies the worker's reply into res, and fills what it leaves out (speedup, roofline). */
-static void merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev) {
-  const cJSON *it;
-  cJSON_ArrayForEach(it, reply) {
-    if (!strcmp(it->string, "id") || !strcmp(it->string, "blobs") || !strcmp(it->string, "compile"))
-      continue;
-    cJSON_DeleteItemFromObject(res, it->string);
-    cJSON_AddItemToObject(res, it->string, cJSON_Duplicate(it, 1));
-  }
-  const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict"));
-  if (!verdict) {
-    set_verdict(res, "error", "verify", "the worker's reply has no verdict");
-    return;
-  }
-  cJSON_DeleteItemFromObject(res, "ok");
-  cJSON_AddBoolToObject(res, "ok", !strcmp(verdict, "ok"));
-  if (!cJSON_IsString(cJSON_GetObjectItem(res, "message")))
-    cJSON_AddStringToObject(res, "message", verdict);
-  if (!cJSON_IsString(cJSON_GetObjectItem(res, "stage")))
-    cJSON_AddStringToObject(res, "stage", !strcmp(verdict, "ok") ? "done" : "verify");
-  cJSON *bench = cJSON_GetObjectItem(res, "bench");
-  if (!cJSON_IsObject(bench)) return;
-  double med = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "median_ms"));
-  double ref = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "ref_median_ms"));
-  if (!cJSON_GetObjectItem(bench, "speedup") && med > 0 && ref > 0)
-    cJSON_AddNumberToObject(bench, "speedup", ref / med);
-  double gbps = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "gbps"));
-  double peak = cJSON_GetNumberValue(cJSON_GetObjectItem(dev, "copy_gbps"));
-  if (!cJSON_GetObjectItem(bench, "roofline_pct") && gbps > 0 && peak > 0)
-    cJSON_AddNumberToObject(bench, "roofline_pct", 100.0 * gbps / peak);
-}
 
 /* What compiling one candidate left: a CUDA module, or a Triton candidate's jobs (prepared
  * from its launch chunk at the benchmark shape, then compiled), or why it could not be. */
@@ -547,7 +405,7 @@ static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSO
     return;
   }
   launch_device ld;
-  device_of(dev, &ld);
+  eval_device_of(dev, &ld);
   cJSON *shapes = cJSON_CreateArray();
   cJSON_AddItemToArray(shapes, cJSON_CreateObject());
   knob_set ks;
@@ -663,11 +521,11 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
                           cJSON_Duplicate(cJSON_GetObjectItem(dev, "copy_gbps"), 1));
   }
   launch_device ld;
-  device_of(dev, &ld);
+  eval_device_of(dev, &ld);
 
   req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", name);
-  if (build_request(ev, req, ncand, &err)) {
+  if (eval_build_request(ev->recipe, &ev->cfg, req, ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }
@@ -730,7 +588,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
   } else if (wrc) {
     set_verdict(res, "error", "verify", "%s", err.msg);
   } else {
-    merge_reply(res, reply.header, dev);
+    eval_merge_reply(res, reply.header, dev);
     kevo_frame_free(&reply);
   }
 
@@ -796,6 +654,71 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
   free(errs);
 }
 
+/* CUDA compiles run on a thread of their own, one group of as many candidates as there are
+ * CPUs at a time (cuda_compile_many), while this thread judges the candidates already
+ * compiled: the GPU works on group k while group k+1 compiles. */
+typedef struct compile_pipe {
+  const char *arch;
+  const eval_candidate *cands;
+  built *bs;
+  size_t n;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t done; /* candidates [0, done) are compiled (or are not CUDA) */
+} compile_pipe;
+
+static void compile_group(compile_pipe *cp, size_t from, size_t to) {
+  cuda_compile_opts opts[256];
+  cuda_module *mods[256];
+  int rcs[256];
+  size_t which[256], k = 0;
+  kevo_error *errs = calloc(256, sizeof *errs);
+  if (!errs) {
+    for (size_t i = from; i < to; i++)
+      cp->bs[i].crc = kevo_fail(&cp->bs[i].cerr, KEVO_E_NOMEM, "no memory to compile");
+    return;
+  }
+  for (size_t i = from; i < to; i++)
+    if (!strcmp(cp->cands[i].lang, "cuda")) {
+      const eval_candidate *c = &cp->cands[i];
+      opts[k] = (cuda_compile_opts){.source = c->source,
+                                    .len = c->len,
+                                    .name = base_name(cand_name(c)),
+                                    .arch = cp->arch,
+                                    .defines = c->knobs,
+                                    .ndefines = c->nknobs};
+      mods[k] = NULL;
+      which[k++] = i;
+    }
+  if (k == 1) {
+    memset(&errs[0], 0, sizeof errs[0]);
+    rcs[0] = cuda_compile(&opts[0], &mods[0], &errs[0]);
+  } else if (k > 1) {
+    cuda_compile_many(opts, k, mods, rcs, errs);
+  }
+  for (size_t j = 0; j < k; j++) {
+    cp->bs[which[j]].cm = mods[j];
+    cp->bs[which[j]].crc = rcs[j];
+    cp->bs[which[j]].cerr = errs[j];
+  }
+  free(errs);
+}
+
+static void *compile_main(void *arg) {
+  compile_pipe *cp = arg;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t group = cpus < 1 ? 1 : cpus > 256 ? 256 : (size_t)cpus;
+  for (size_t from = 0; from < cp->n; from += group) {
+    size_t to = from + group < cp->n ? from + group : cp->n;
+    compile_group(cp, from, to);
+    pthread_mutex_lock(&cp->mu);
+    cp->done = to;
+    pthread_cond_broadcast(&cp->cv);
+    pthread_mutex_unlock(&cp->mu);
+  }
+  return NULL;
+}
+
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err) {
   for (size_t i = 0; i < n; i++) {
@@ -803,66 +726,42 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
     if (check_candidate(&cands[i], err)) return kevo_fail_prefix(err, "candidate %zu: ", i + 1);
   }
   built *bs = calloc(n ? n : 1, sizeof *bs);
-  cuda_compile_opts *opts = calloc(n ? n : 1, sizeof *opts);
-  size_t *which = calloc(n ? n : 1, sizeof *which);
-  cuda_module **mods = calloc(n ? n : 1, sizeof *mods);
-  int *rcs = calloc(n ? n : 1, sizeof *rcs);
-  kevo_error *errs = calloc(n ? n : 1, sizeof *errs);
+  if (!bs) return kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
   int rc = KEVO_OK;
-  if (!bs || !opts || !which || !mods || !rcs || !errs) {
-    rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
-    goto out;
-  }
-  /* Triton: launch chunks first (they give the signatures), then every compile at once. */
+  compile_pipe cp = {.arch = arch_of(ev), .cands = cands, .bs = bs, .n = n};
+  pthread_mutex_init(&cp.mu, NULL);
+  pthread_cond_init(&cp.cv, NULL);
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, compile_main, &cp) == 0;
+  if (!threaded) compile_main(&cp);
+  /* Meanwhile: the worker's hello, the reference, and the Triton candidates (their launch
+   * chunks give the signatures; then every Triton compile at once). */
   const cJSON *dev = NULL;
-  int have_dev = -1;
-  for (size_t i = 0; i < n; i++) {
-    if (strcmp(cands[i].lang, "triton")) continue;
-    if (have_dev < 0) {
-      kevo_error derr = {0};
-      have_dev = evaluator_device(ev, &dev, &derr) == KEVO_OK;
-      if (!have_dev) dev = NULL;
-    }
-    triton_prepare(ev, &cands[i], dev, &bs[i]);
-  }
-  compile_triton(ev, cands, bs, n);
-  size_t ncuda = 0;
+  kevo_error derr = {0};
+  int have_dev = evaluator_device(ev, &dev, &derr) == KEVO_OK;
+  compile_reference(ev);
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(cands[i].lang, "cuda")) {
-      opts[ncuda] = (cuda_compile_opts){.source = cands[i].source,
-                                        .len = cands[i].len,
-                                        .name = base_name(cand_name(&cands[i])),
-                                        .arch = arch_of(ev),
-                                        .defines = cands[i].knobs,
-                                        .ndefines = cands[i].nknobs};
-      which[ncuda++] = i;
-    }
-  if (ncuda == 1)
-    rcs[0] = cuda_compile(&opts[0], &mods[0], &errs[0]);
-  else if (ncuda > 1)
-    cuda_compile_many(opts, ncuda, mods, rcs, errs);
-  for (size_t k = 0; k < ncuda; k++) {
-    bs[which[k]].cm = mods[k];
-    bs[which[k]].crc = rcs[k];
-    bs[which[k]].cerr = errs[k];
-  }
+    if (!strcmp(cands[i].lang, "triton"))
+      triton_prepare(ev, &cands[i], have_dev ? dev : NULL, &bs[i]);
+  compile_triton(ev, cands, bs, n);
   for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&cp.mu);
+    while (cp.done <= i)
+      pthread_cond_wait(&cp.cv, &cp.mu);
+    pthread_mutex_unlock(&cp.mu);
     results[i] = judge(ev, &cands[i], &bs[i]);
     if (!results[i]) {
       rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");
       break;
     }
   }
+  if (threaded) pthread_join(th, NULL);
+  pthread_mutex_destroy(&cp.mu);
+  pthread_cond_destroy(&cp.cv);
   for (size_t i = 0; i < n; i++) {
     cuda_module_free(bs[i].cm);
     evtri_prep_free(&bs[i].tp);
   }
-out:
   free(bs);
-  free(opts);
-  free(which);
-  free(mods);
-  free(rcs);
-  free(errs);
   return rc;
 }
