@@ -12,7 +12,7 @@ cmake --build build-gpu -j "$(nproc)" >/dev/null
 rm -rf "$dir/bin" "$dir/lib"
 mkdir -p "$dir/bin" "$dir/lib"
 cp build-gpu/kevo "$dir/bin/kevo"
-for lib in liblua5.4.so.0 libcjson.so.1 libyaml-0.1.so.2; do
+for lib in liblua5.4.so.0 libcjson.so.1 libyaml-0.so.2; do
   path=$(ldd build-gpu/kevo | awk -v l="$lib" '$1 == l {print $3}')
   [ -n "$path" ] && cp -L "$path" "$dir/lib/"
 done

@@ -1,0 +1,90 @@
+-- Candidates judged per second through kevo.evaluator on one recipe (default softmax): N
+-- variants of the recipe's CUDA seed over its knob space, each made unique (a SALT define) so
+-- every compile is cold. Runs the batch three ways to split the time by stage:
+--   cold   evaluate_many, bench on  (compile + verify + bench: the real loop)
+--   verify evaluate_many, bench off (compiles now cached: verify only)
+--   warm   evaluate_many, bench on  (compiles cached: verify + bench)
+-- usage: kevo script bench/eval_throughput.lua RECIPE [N]
+local evaluator = require "kevo.evaluator"
+local kevo = require "kevo"
+
+local recipe, n = arg[1], tonumber(arg[2] or 24)
+local ev <close> = assert(evaluator.new{recipe = recipe})
+local dev, err = ev:device()
+if not dev then io.stderr:write("eval_throughput: ", err, "\n") return 77 end
+local seed
+for _, s in ipairs(ev:recipe().seeds) do if s.lang == "cuda" then seed = s break end end
+assert(seed, "the recipe has no CUDA seed")
+
+-- the knob space, as a list of assignments
+local names = {}
+for k in pairs(seed.space) do names[#names + 1] = k end
+table.sort(names)
+local combos = {{}}
+for _, k in ipairs(names) do
+  local next_combos = {}
+  for _, c in ipairs(combos) do
+    for _, v in ipairs(seed.space[k]) do
+      local c2 = {}
+      for kk, vv in pairs(c) do c2[kk] = vv end
+      c2[k] = v
+      next_combos[#next_combos + 1] = c2
+    end
+  end
+  combos = next_combos
+end
+
+local salt = string.format("%d%06d", os.time(), math.floor((kevo.clock() % 1) * 1e6))
+local function batch(bench)
+  local list = {}
+  for i = 1, n do
+    local knobs = {SALT = salt .. i}
+    for k, v in pairs(combos[(i - 1) % #combos + 1]) do knobs[k] = v end
+    list[i] = {source = seed.source, knobs = knobs, bench = bench, launch = seed.launch,
+               launch_name = seed.launch_name, launch_line = seed.launch_line}
+  end
+  return list
+end
+
+local function timed(list)
+  local t0 = kevo.clock()
+  local res = ev:evaluate_many(list)
+  return res, kevo.clock() - t0
+end
+
+local cold, t_cold = timed(batch(true))
+local _, t_verify = timed(batch(false))
+local warm, t_warm = timed(batch(true))
+
+local ok, compile_ms, best = 0, 0, nil
+local verdicts = {}
+for i, r in ipairs(cold) do
+  verdicts[r.verdict] = (verdicts[r.verdict] or 0) + 1
+  compile_ms = compile_ms + r.compile.ms
+  if r.ok then
+    ok = ok + 1
+    if r.bench and (not best or r.bench.median_ms < best.bench.median_ms) then best = r best.i = i end
+  end
+end
+local vlist = {}
+for v, c in pairs(verdicts) do vlist[#vlist + 1] = v .. "=" .. c end
+table.sort(vlist)
+local compile_wall = t_cold - t_warm  -- what the cold compiles added to the batch
+local s = ev:stats()
+print(string.format("device              %s", dev.name))
+print(string.format("recipe              %s, %d candidates (%d knob combinations x salt)", ev:recipe().name, n, #combos))
+print(string.format("verdicts            %s", table.concat(vlist, " ")))
+print(string.format("throughput          %.2f candidates/s (cold compile + verify + bench: %.2f s)", n / t_cold, t_cold))
+print(string.format("stage: compile      %.1f ms per candidate (NVRTC, each); batch of %d adds %.2f s wall (concurrent)", compile_ms / n, n, compile_wall))
+print(string.format("stage: verify       %.1f ms per candidate (%d shapes x 5 trials)", 1000 * t_verify / n, cold[1].verify and cold[1].verify.shapes or 0))
+print(string.format("stage: bench        %.1f ms per candidate (candidate and reference, interleaved)", 1000 * (t_warm - t_verify) / n))
+if best then
+  local knobs = {}
+  for k, v in pairs(batch(true)[best.i].knobs) do if k ~= "SALT" then knobs[#knobs + 1] = k .. "=" .. v end end
+  table.sort(knobs)
+  print(string.format("best                %s: %.4g ms, %.2fx the reference, %.0f GB/s (%.0f%% of roofline)",
+        table.concat(knobs, ","), best.bench.median_ms, best.bench.speedup or 0, best.bench.gbps or 0, best.bench.roofline_pct or 0))
+end
+print(string.format("worker              %d spawns, %d kills, %d deaths, %d requests", s.spawns, s.kills, s.deaths, s.requests))
+print(string.format("KEVO_SECONDS_PER_CANDIDATE=%.4f", t_cold / n))
+return ok > 0 and 0 or 1

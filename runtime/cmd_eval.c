@@ -1,0 +1,223 @@
+/* kevo eval RECIPE KERNEL: compile, verify and time one kernel against a recipe, and say what
+ * to do about it. */
+#include "buf.h"
+#include "evaluate.h"
+#include "registry.h"
+
+#include <cjson/cJSON.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_SETS = 64 };
+
+static double num(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItem(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *o, const char *key) {
+  const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+  return s ? s : "";
+}
+
+static int usage(const char *why) {
+  fprintf(stderr,
+          "kevo eval: %s\nusage: kevo eval RECIPE KERNEL.cu [--json] [--set KNOB=VALUE]... "
+          "[--arch sm_90] [--no-bench] [--seed N] [--trials N] [--deadline S] "
+          "(see kevo eval --help)\n",
+          why);
+  return KEVO_EXIT_USAGE;
+}
+
+/* Is `file` (a recipe source, resolved against the recipe's directory if need be) the same
+ * file as `kernel`? */
+static int same_file(const kevo_recipe *r, const char *file, const char *kernel_real) {
+  char a[PATH_MAX], joined[PATH_MAX];
+  if (realpath(file, a) && !strcmp(a, kernel_real)) return 1;
+  if (file[0] == '/' || !r->dir) return 0;
+  snprintf(joined, sizeof joined, "%s/%s", r->dir, file);
+  return realpath(joined, a) && !strcmp(a, kernel_real);
+}
+
+static void print_table(const cJSON *res, const kevo_recipe *r, const char *kernel) {
+  const cJSON *comp = cJSON_GetObjectItem(res, "compile");
+  const cJSON *dev = cJSON_GetObjectItem(res, "device");
+  const cJSON *ver = cJSON_GetObjectItem(res, "verify");
+  const cJSON *bn = cJSON_GetObjectItem(res, "bench");
+  printf("kevo eval: recipe %s, kernel %s", r->name, kernel);
+  if (cJSON_IsObject(dev)) printf(" on %s", str(dev, "name"));
+  printf("\n  %-12s %s (stage %s)\n", "verdict", str(res, "verdict"), str(res, "stage"));
+  printf("  %-12s %.1f ms%s, %s\n", "compile", num(comp, "ms"),
+         cJSON_IsTrue(cJSON_GetObjectItem(comp, "cached")) ? " (cached)" : "", str(comp, "arch"));
+  const cJSON *k;
+  cJSON_ArrayForEach(k, cJSON_GetObjectItem(comp, "kernels")) {
+    printf("  %-12s %s: %.0f registers, spills %.0f/%.0f B (store/load), %.0f B static shared\n",
+           "kernel", str(k, "name"), num(k, "registers"), num(k, "spill_stores"),
+           num(k, "spill_loads"), num(k, "shared_static"));
+  }
+  if (cJSON_IsObject(ver))
+    printf("  %-12s %.0f trials x %.0f shapes, %.0f mismatches\n", "verify", num(ver, "trials"),
+           num(ver, "shapes"), isnan(num(ver, "mismatches")) ? 0 : num(ver, "mismatches"));
+  if (cJSON_IsObject(bn)) {
+    printf("  %-12s %.4g ms median (p10 %.4g, p90 %.4g, rse %.2g%%, %.0f reps)\n", "time",
+           num(bn, "median_ms"), num(bn, "p10_ms"), num(bn, "p90_ms"), 100 * num(bn, "rse"),
+           num(bn, "reps"));
+    printf("  %-12s %.4g ms median, speed-up %.3gx\n", "reference", num(bn, "ref_median_ms"),
+           num(bn, "speedup"));
+    printf("  %-12s %.0f GB/s, %.0f%% of roofline (floor %.3g ms)\n", "throughput", num(bn, "gbps"),
+           num(bn, "roofline_pct"), num(bn, "floor_ms"));
+    printf("  %-12s %.0f MHz SM clock, %.0f C\n", "clock/temp", num(bn, "sm_clock_mhz"),
+           num(bn, "temp_c"));
+  }
+  printf("  %-12s %s\n", "message", str(res, "message"));
+  if (strcmp(str(res, "verdict"), "ok") != 0) {
+    const char *fb = str(res, "feedback");
+    printf("\n%s%s", fb, *fb && fb[strlen(fb) - 1] != '\n' ? "\n" : "");
+  }
+}
+
+static int eval_main(int argc, char **argv) {
+  const char *recipe_path = NULL, *kernel = NULL, *lang = NULL;
+  int json = 0;
+  kevo_define sets[MAX_SETS];
+  size_t nsets = 0;
+  eval_config cfg = {.bench = 1, .seed = 1, .trials = 5, .deadline_s = 120};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (!strcmp(a, "--no-bench")) {
+      cfg.bench = 0;
+    } else if (!strcmp(a, "--set") || !strcmp(a, "--arch") || !strcmp(a, "--seed") ||
+               !strcmp(a, "--deadline") || !strcmp(a, "--trials") || !strcmp(a, "--lang")) {
+      if (!val) return usage("an option lacks its value");
+      i++;
+      char *end;
+      if (!strcmp(a, "--set")) {
+        char *eq = strchr(val, '=');
+        if (!eq || eq == val) return usage("--set wants KNOB=VALUE");
+        if (nsets == MAX_SETS) return usage("too many --set");
+        *eq = '\0';
+        sets[nsets++] = (kevo_define){val, eq + 1};
+      } else if (!strcmp(a, "--arch")) {
+        cfg.arch = val;
+      } else if (!strcmp(a, "--lang")) {
+        lang = val;
+      } else if (!strcmp(a, "--seed")) {
+        cfg.seed = strtoull(val, &end, 0);
+        if (*end || !*val) return usage("--seed wants an integer");
+      } else if (!strcmp(a, "--trials")) {
+        cfg.trials = (int)strtol(val, &end, 10);
+        if (*end || cfg.trials < 5) return usage("--trials wants an integer >= 5");
+      } else {
+        cfg.deadline_s = strtod(val, &end);
+        if (*end || !(cfg.deadline_s > 0)) return usage("--deadline wants seconds > 0");
+      }
+    } else if (a[0] == '-' && a[1]) {
+      char msg[300];
+      snprintf(msg, sizeof msg, "unknown option '%s'", a);
+      return usage(msg);
+    } else if (!recipe_path) {
+      recipe_path = a;
+    } else if (!kernel) {
+      kernel = a;
+    } else {
+      return usage("too many arguments");
+    }
+  }
+  if (!recipe_path || !kernel) return usage("RECIPE and KERNEL are required");
+  if (!lang) {
+    size_t n = strlen(kernel);
+    lang = n > 3 && !strcmp(kernel + n - 3, ".py") ? "triton" : "cuda";
+  }
+  if (strcmp(lang, "cuda") && strcmp(lang, "triton")) return usage("--lang is cuda or triton");
+
+  kevo_error err = {0};
+  kevo_recipe *r = NULL;
+  if (kevo_recipe_load(recipe_path, &r, &err)) {
+    fprintf(stderr, "kevo eval: %s\n", err.msg);
+    return KEVO_EXIT_USAGE;
+  }
+  kevo_buf src;
+  kevo_buf_init(&src, 16 << 20);
+  if (kevo_read_file(kernel, &src, &err)) {
+    fprintf(stderr, "kevo eval: %s\n", err.msg);
+    kevo_recipe_free(r);
+    kevo_buf_free(&src);
+    return KEVO_EXIT_USAGE;
+  }
+  const char *base = strrchr(kernel, '/') ? strrchr(kernel, '/') + 1 : kernel;
+  eval_candidate cand = {.lang = lang,
+                         .source = src.data,
+                         .len = src.len,
+                         .name = base,
+                         .knobs = sets,
+                         .nknobs = nsets};
+  /* The recipe's own sources carry their launch chunk in the recipe. */
+  char real[PATH_MAX];
+  if (realpath(kernel, real)) {
+    for (size_t i = 0; i <= r->nseeds; i++) {
+      const kevo_source *s = i < r->nseeds ? &r->seeds[i] : &r->reference;
+      if (s->launch && same_file(r, s->file, real)) {
+        cand.launch = s->launch;
+        cand.launch_name = r->path;
+        cand.launch_line = s->launch_line;
+        break;
+      }
+    }
+  }
+  evaluator *ev = NULL;
+  if (evaluator_new(r, NULL, &cfg, &ev, &err)) {
+    fprintf(stderr, "kevo eval: %s\n", err.msg);
+    kevo_recipe_free(r);
+    kevo_buf_free(&src);
+    return KEVO_EXIT_FAILED;
+  }
+  cJSON *res = NULL;
+  int rc = evaluator_run(ev, &cand, &res, &err);
+  int exit_code = KEVO_EXIT_FAILED;
+  if (rc) {
+    fprintf(stderr, "kevo eval: %s\n", err.msg);
+  } else {
+    if (json) {
+      char *t = cJSON_Print(res);
+      if (t) puts(t);
+      free(t);
+    } else {
+      print_table(res, evaluator_recipe(ev), kernel);
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItem(res, "ok"))) exit_code = KEVO_EXIT_OK;
+  }
+  cJSON_Delete(res);
+  evaluator_free(ev);
+  kevo_buf_free(&src);
+  return exit_code;
+}
+
+const struct kevo_command kevo_cmd_eval = {
+    "eval", "compile, verify and time one kernel against a recipe",
+    "usage: kevo eval RECIPE KERNEL [options]\n\n"
+    "Compiles KERNEL (CUDA C, or Triton for .py) with NVRTC, checks it against the recipe's\n"
+    "reference on the GPU (every shape, at least 5 trials with fresh inputs), times it against\n"
+    "the reference side by side, and prints a verdict with what to fix.\n\n"
+    "The kernel says how it is launched in a /* kevo:launch return {kernels = {...}} */ block\n"
+    "(a recipe's own seeds may carry it in the recipe instead).\n\n"
+    "options:\n"
+    "  --json             print the whole evaluation result as JSON\n"
+    "  --set KNOB=VALUE   a knob: a -D define for the compiler, a name in the launch chunk\n"
+    "  --arch sm_90       target architecture (default: $KEVO_ARCH or sm_90)\n"
+    "  --no-bench         verify only, do not time\n"
+    "  --seed N           seed of the trial inputs (default 1)\n"
+    "  --trials N         trials per shape, at least 5 (default 5)\n"
+    "  --deadline S       seconds the worker has to answer (default 120); past it the\n"
+    "                     kernel is judged `timeout`\n"
+    "  --lang cuda|triton language of KERNEL (default: from its extension)\n\n"
+    "The worker is `kevo worker` (one process owning the GPU), or the command in $KEVO_WORKER.\n"
+    "exit: 0 the kernel is correct (verdict ok), 1 it is not or verification needs a GPU,\n"
+    "2 bad usage or a malformed recipe (file:line:column).\n",
+    eval_main, 0};

@@ -1,0 +1,74 @@
+/* evaluate.h: judging one candidate against a recipe (docs/architecture.md "Evaluation
+ * result"): compile it (NVRTC, knobs as defines) and the recipe's reference, resolve the launch
+ * chunks of both into plans for every shape, send one evaluate request to the worker, and shape
+ * what comes back into a result with a `feedback` text a model can act on.
+ *
+ * Expected failures of the candidate (it does not compile, its launch chunk is wrong, it gives
+ * wrong results, crashes, hangs) and of the machine (no GPU, a worker that dies) are verdicts
+ * in a result, not error returns: the functions return KEVO_OK with a result whenever they
+ * could judge, and an error status only for misuse (KEVO_E_ARG) or memory. */
+#ifndef KEVO_EVALUATE_H
+#define KEVO_EVALUATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda.h"
+#include "evalclient.h"
+#include "recipe.h"
+#include "status.h"
+
+typedef struct cJSON cJSON;
+
+typedef struct eval_candidate {
+  const char *lang; /* "cuda" | "triton" */
+  const char *source;
+  size_t len;
+  const char *name;   /* file name for diagnostics; NULL: "candidate.cu" / "candidate.py" */
+  const char *launch; /* a launch chunk that overrides the source's kevo:launch block, or NULL */
+  const char *launch_name;  /* where that chunk comes from (diagnostics); NULL: "launch" */
+  int launch_line;          /* its first line there; 0: 1 */
+  const kevo_define *knobs; /* CUDA defines; the launch chunk sees them too */
+  size_t nknobs;
+} eval_candidate;
+
+typedef struct eval_config {
+  const char *arch;  /* NULL: cuda_default_arch() */
+  int bench;         /* time it after it verifies */
+  uint64_t seed;     /* inputs of the trials */
+  int trials;        /* at least 5 (less is raised to 5) */
+  double deadline_s; /* for the worker's answer; 0: 120 */
+} eval_config;
+
+typedef struct evaluator evaluator;
+
+/* An evaluator for `recipe` (it takes ownership and frees it) with a worker client made from
+ * wopts (NULL: defaults). cfg NULL: bench on, seed 1, 5 trials, 120 s. */
+int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
+                  evaluator **out, kevo_error *err);
+void evaluator_free(evaluator *ev);
+
+const kevo_recipe *evaluator_recipe(const evaluator *ev);
+eval_config *evaluator_config(evaluator *ev); /* to change bench, seed, ... between calls */
+
+/* Judges one candidate: *result is a new cJSON object shaped as the "Evaluation result" of
+ * docs/architecture.md (caller frees with cJSON_Delete). */
+int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kevo_error *err);
+
+/* Judges n candidates: compiles every CUDA one at once (cuda_compile_many), then verifies and
+ * times them one after another on the worker. results[i] as evaluator_run gives it. */
+int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
+                       kevo_error *err);
+
+/* The worker's device (its hello), starting the worker if needed. KEVO_E_NOGPU without one. */
+int evaluator_device(evaluator *ev, const cJSON **device, kevo_error *err);
+
+/* Worker statistics (spawns, kills, deaths), for benchmarks and tests. */
+evalclient_stats evaluator_worker_stats(const evaluator *ev);
+
+/* The feedback text of a shaped result (what evaluator_run puts in "feedback"): compile
+ * diagnostics with the candidate's source lines, the worst mismatch, launch errors, timing
+ * against the reference and the roofline, resource usage. Caller frees. Exposed for tests. */
+char *eval_feedback(const cJSON *result, const char *source, size_t len);
+
+#endif

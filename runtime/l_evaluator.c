@@ -1,0 +1,359 @@
+/* kevo.evaluator: judging candidates from Lua.
+ *   local evaluator = require "kevo.evaluator"
+ *   local ev <close> = evaluator.new{recipe = "recipes/softmax.yaml", arch = "sm_90",
+ *                                   worker = nil, deadline_s = 120, seed = 1, trials = 5,
+ *                                   bench = true}
+ *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
+ *       recipe may also be a table or userdata with a `path` field (a loaded recipe).
+ *   ev:evaluate{lang = "cuda", source = text, launch = chunk, launch_name =, launch_line =,
+ *               knobs = {BLOCK = 256}, bench = true, name = "cand.cu"} -> result table
+ *       (docs/architecture.md "Evaluation result"; failures are verdicts, not errors)
+ *   ev:evaluate_many{cand, ...} -> {result, ...}  (compiles all at once, then judges in turn)
+ *   ev:device() -> {name, cc, sms, ...} | nil, "E_NOGPU: ...", "E_NOGPU"
+ *   ev:recipe() -> {name, summary, path, params, prompt, reference = src, seeds = {src, ...}}
+ *                  src = {lang, file, source, launch, launch_line, space = {KNOB = {v, ...}}}
+ *   ev:stats() -> {spawns, kills, deaths, requests}   (the worker's)
+ *   ev:close()  (also __close, __gc) */
+#include "evaluate.h"
+#include "lutil.h"
+
+#include "buf.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVALUATOR_MT "kevo.evaluator.Evaluator"
+
+typedef struct l_evaluator {
+  evaluator *ev;
+} l_evaluator;
+
+static l_evaluator *check_ev(lua_State *L, int idx) {
+  l_evaluator *e = luaL_checkudata(L, idx, EVALUATOR_MT);
+  if (!e->ev) luaL_error(L, "evaluator is closed");
+  return e;
+}
+
+static void push_json(lua_State *L, const cJSON *it, int depth) {
+  luaL_checkstack(L, 4, "evaluation result");
+  if (depth > 64 || !it || cJSON_IsNull(it)) {
+    lua_pushnil(L);
+  } else if (cJSON_IsBool(it)) {
+    lua_pushboolean(L, cJSON_IsTrue(it));
+  } else if (cJSON_IsNumber(it)) {
+    double d = it->valuedouble;
+    if (d == floor(d) && fabs(d) < 9007199254740992.0)
+      lua_pushinteger(L, (lua_Integer)d);
+    else
+      lua_pushnumber(L, d);
+  } else if (cJSON_IsString(it)) {
+    lua_pushstring(L, it->valuestring);
+  } else if (cJSON_IsArray(it)) {
+    lua_createtable(L, cJSON_GetArraySize(it), 0);
+    lua_Integer i = 1;
+    for (const cJSON *c = it->child; c; c = c->next) {
+      push_json(L, c, depth + 1);
+      lua_rawseti(L, -2, i++);
+    }
+  } else {
+    lua_createtable(L, 0, cJSON_GetArraySize(it));
+    for (const cJSON *c = it->child; c; c = c->next) {
+      push_json(L, c, depth + 1);
+      lua_setfield(L, -2, c->string);
+    }
+  }
+}
+
+static int ev_new(lua_State *L) {
+  static const char *const keys[] = {"recipe", "arch",   "worker", "deadline_s",
+                                     "seed",   "trials", "bench",  NULL};
+  luaL_checktype(L, 1, LUA_TTABLE);
+  kevo_l_checkopts(L, 1, "evaluator.new", keys);
+  lua_getfield(L, 1, "recipe");
+  if (!lua_isstring(L, -1)) {
+    if (lua_istable(L, -1) || lua_isuserdata(L, -1)) lua_getfield(L, -1, "path");
+    if (!lua_isstring(L, -1))
+      return luaL_error(L, "evaluator.new: recipe must be a path or a loaded recipe (with .path)");
+  }
+  const char *path = lua_tostring(L, -1);
+  eval_config cfg = {.arch = kevo_l_optstr(L, 1, "arch", NULL),
+                     .bench = kevo_l_optbool(L, 1, "bench", 1),
+                     .seed = (uint64_t)kevo_l_optint(L, 1, "seed", 1),
+                     .trials = (int)kevo_l_optint(L, 1, "trials", 5),
+                     .deadline_s = kevo_l_optnum(L, 1, "deadline_s", 120)};
+  if (cfg.trials < 5) return luaL_error(L, "evaluator.new: trials must be at least 5");
+  if (cfg.deadline_s <= 0) return luaL_error(L, "evaluator.new: deadline_s must be > 0");
+  evalclient_opts wo = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
+
+  l_evaluator *e = lua_newuserdatauv(L, sizeof *e, 1); /* before the resource */
+  e->ev = NULL;
+  luaL_setmetatable(L, EVALUATOR_MT);
+  if (cfg.arch) { /* keep the arch string alive as long as the evaluator */
+    lua_getfield(L, 1, "arch");
+    lua_setiuservalue(L, -2, 1);
+  }
+  kevo_error err = {0};
+  kevo_recipe *r = NULL;
+  int rc = kevo_recipe_load(path, &r, &err);
+  if (rc) return kevo_l_fail_err(L, &err);
+  rc = evaluator_new(r, &wo, &cfg, &e->ev, &err);
+  if (rc) return kevo_l_fail_err(L, &err);
+  return 1;
+}
+
+static int ev_gc(lua_State *L) {
+  l_evaluator *e = luaL_checkudata(L, 1, EVALUATOR_MT);
+  evaluator_free(e->ev);
+  e->ev = NULL;
+  return 0;
+}
+
+static int ev_tostring(lua_State *L) {
+  l_evaluator *e = luaL_checkudata(L, 1, EVALUATOR_MT);
+  if (!e->ev)
+    lua_pushliteral(L, "kevo.evaluator.Evaluator (closed)");
+  else
+    lua_pushfstring(L, "kevo.evaluator.Evaluator (%s)", evaluator_recipe(e->ev)->name);
+  return 1;
+}
+
+/* A candidate from the option table at idx. Strings stay reachable from that table; knobs are
+ * copied into `knob_store` (a Lua table at store_idx keeps their strings alive). */
+typedef struct cand_slot {
+  eval_candidate c;
+  kevo_define knobs[64];
+  int bench; /* -1: the evaluator's setting */
+} cand_slot;
+
+static int knob_cmp(const void *a, const void *b) {
+  return strcmp(((const kevo_define *)a)->name, ((const kevo_define *)b)->name);
+}
+
+static void read_candidate(lua_State *L, int idx, int store_idx, cand_slot *s, const char *fname) {
+  static const char *const keys[] = {"lang",  "source", "launch", "launch_name", "launch_line",
+                                     "knobs", "bench",  "name",   NULL};
+  idx = lua_absindex(L, idx);
+  luaL_checktype(L, idx, LUA_TTABLE);
+  kevo_l_checkopts(L, idx, fname, keys);
+  memset(s, 0, sizeof *s);
+  s->c.lang = kevo_l_optstr(L, idx, "lang", "cuda");
+  if (strcmp(s->c.lang, "cuda") && strcmp(s->c.lang, "triton"))
+    luaL_error(L, "%s: lang must be \"cuda\" or \"triton\", got '%s'", fname, s->c.lang);
+  lua_getfield(L, idx, "source");
+  if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "%s: source (a string) is required", fname);
+  s->c.source = lua_tolstring(L, -1, &s->c.len);
+  lua_pop(L, 1);
+  s->c.launch = kevo_l_optstr(L, idx, "launch", NULL);
+  s->c.launch_name = kevo_l_optstr(L, idx, "launch_name", NULL);
+  s->c.launch_line = (int)kevo_l_optint(L, idx, "launch_line", 1);
+  s->c.name = kevo_l_optstr(L, idx, "name", NULL);
+  s->bench = lua_getfield(L, idx, "bench") == LUA_TNIL ? -1 : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (lua_getfield(L, idx, "knobs") != LUA_TNIL) {
+    if (!lua_istable(L, -1)) luaL_error(L, "%s: knobs must be a table {NAME = value}", fname);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "%s: knob names must be strings", fname);
+      if (s->c.nknobs == 64) luaL_error(L, "%s: more than 64 knobs", fname);
+      int t = lua_type(L, -1);
+      if (t == LUA_TBOOLEAN)
+        lua_pushstring(L, lua_toboolean(L, -1) ? "1" : "0");
+      else if (t == LUA_TNUMBER || t == LUA_TSTRING)
+        lua_pushstring(L, lua_tostring(L, -1));
+      else
+        luaL_error(L, "%s: knob '%s' must be a number, string or boolean", fname,
+                   lua_tostring(L, -2));
+      /* stack: ... knobs key value text; keep key and text alive in the store */
+      kevo_define *d = &s->knobs[s->c.nknobs++];
+      d->value = lua_tostring(L, -1);
+      lua_rawseti(L, store_idx, (lua_Integer)lua_rawlen(L, store_idx) + 1);
+      d->name = lua_tostring(L, -2);
+      lua_pushvalue(L, -2);
+      lua_rawseti(L, store_idx, (lua_Integer)lua_rawlen(L, store_idx) + 1);
+      lua_pop(L, 1);
+    }
+    qsort(s->knobs, s->c.nknobs, sizeof s->knobs[0], knob_cmp); /* same knobs, same hash */
+    s->c.knobs = s->knobs;
+  }
+  lua_pop(L, 1);
+}
+
+/* Runs candidates in slots; pushes a list of results (or one result when single). */
+static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, int single) {
+  cJSON **results = calloc(n ? n : 1, sizeof *results);
+  eval_candidate *cands = calloc(n ? n : 1, sizeof *cands);
+  if (!results || !cands) {
+    free(results);
+    free(cands);
+    return luaL_error(L, "evaluate: out of memory");
+  }
+  eval_config *cfg = evaluator_config(e->ev);
+  int saved = cfg->bench;
+  for (size_t i = 0; i < n; i++)
+    cands[i] = slots[i].c;
+  kevo_error err = {0};
+  int rc;
+  if (n == 1 && slots[0].bench >= 0) cfg->bench = slots[0].bench;
+  if (n > 1 && slots[0].bench >= 0) cfg->bench = slots[0].bench; /* one setting per batch */
+  rc = evaluator_run_many(e->ev, cands, n, results, &err);
+  cfg->bench = saved;
+  if (!rc) {
+    if (!single) lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      push_json(L, results[i], 0);
+      if (!single) lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    cJSON_Delete(results[i]);
+  free(results);
+  free(cands);
+  if (rc == KEVO_E_ARG) return luaL_error(L, "evaluate: %s", err.msg);
+  if (rc) return kevo_l_fail_err(L, &err);
+  return 1;
+}
+
+static int ev_evaluate(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  lua_newtable(L); /* stack: ev opts store */
+  int store = lua_gettop(L);
+  cand_slot *slot = lua_newuserdatauv(L, sizeof *slot, 0);
+  read_candidate(L, 2, store, slot, "evaluate");
+  return run_slots(L, e, slot, 1, 1);
+}
+
+static int ev_evaluate_many(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  size_t n = lua_rawlen(L, 2);
+  if (n > 4096) return luaL_error(L, "evaluate_many: more than 4096 candidates");
+  lua_newtable(L);
+  int store = lua_gettop(L);
+  cand_slot *slots = lua_newuserdatauv(L, sizeof *slots * (n ? n : 1), 0);
+  int bench = -2;
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    read_candidate(L, -1, store, &slots[i], "evaluate_many");
+    lua_pop(L, 1);
+    if (bench != -2 && slots[i].bench != bench)
+      return luaL_error(L, "evaluate_many: every candidate must ask for the same bench setting");
+    bench = slots[i].bench;
+  }
+  return run_slots(L, e, slots, n, 0);
+}
+
+static int ev_device(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  const cJSON *dev;
+  kevo_error err = {0};
+  if (evaluator_device(e->ev, &dev, &err)) return kevo_l_fail_err(L, &err);
+  push_json(L, dev, 0);
+  return 1;
+}
+
+static int ev_stats(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  evalclient_stats s = evaluator_worker_stats(e->ev);
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, s.spawns);
+  lua_setfield(L, -2, "spawns");
+  lua_pushinteger(L, s.kills);
+  lua_setfield(L, -2, "kills");
+  lua_pushinteger(L, s.deaths);
+  lua_setfield(L, -2, "deaths");
+  lua_pushinteger(L, s.requests);
+  lua_setfield(L, -2, "requests");
+  return 1;
+}
+
+static void push_source(lua_State *L, const kevo_recipe *r, const kevo_source *s) {
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, s->lang);
+  lua_setfield(L, -2, "lang");
+  lua_pushstring(L, s->file);
+  lua_setfield(L, -2, "file");
+  if (s->launch) {
+    lua_pushstring(L, s->launch);
+    lua_setfield(L, -2, "launch");
+    lua_pushinteger(L, s->launch_line);
+    lua_setfield(L, -2, "launch_line");
+    lua_pushstring(L, r->path);
+    lua_setfield(L, -2, "launch_name");
+  }
+  kevo_buf b;
+  kevo_buf_init(&b, 16 << 20);
+  kevo_error err;
+  int rc = kevo_read_file(s->file, &b, &err);
+  if (rc && s->file[0] != '/' && r->dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", r->dir, s->file);
+    kevo_buf_reset(&b);
+    rc = kevo_read_file(path, &b, &err);
+  }
+  if (!rc) {
+    lua_pushlstring(L, b.data, b.len);
+    lua_setfield(L, -2, "source");
+  }
+  kevo_buf_free(&b);
+  lua_createtable(L, 0, (int)s->nknobs);
+  for (size_t k = 0; k < s->nknobs; k++) {
+    lua_createtable(L, (int)s->knobs[k].nvalues, 0);
+    for (size_t v = 0; v < s->knobs[k].nvalues; v++) {
+      lua_pushstring(L, s->knobs[k].values[v]);
+      lua_rawseti(L, -2, (lua_Integer)v + 1);
+    }
+    lua_setfield(L, -2, s->knobs[k].name);
+  }
+  lua_setfield(L, -2, "space");
+}
+
+static int ev_recipe(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  const kevo_recipe *r = evaluator_recipe(e->ev);
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, r->name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, r->path);
+  lua_setfield(L, -2, "path");
+  if (r->summary) {
+    lua_pushstring(L, r->summary);
+    lua_setfield(L, -2, "summary");
+  }
+  if (r->prompt) {
+    lua_pushstring(L, r->prompt);
+    lua_setfield(L, -2, "prompt");
+  }
+  lua_createtable(L, 0, (int)r->nparams);
+  for (size_t i = 0; i < r->nparams; i++) {
+    lua_pushinteger(L, (lua_Integer)r->params[i].value);
+    lua_setfield(L, -2, r->params[i].name);
+  }
+  lua_setfield(L, -2, "params");
+  push_source(L, r, &r->reference);
+  lua_setfield(L, -2, "reference");
+  lua_createtable(L, (int)r->nseeds, 0);
+  for (size_t i = 0; i < r->nseeds; i++) {
+    push_source(L, r, &r->seeds[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "seeds");
+  return 1;
+}
+
+int luaopen_kevo_evaluator(lua_State *L);
+int luaopen_kevo_evaluator(lua_State *L) {
+  static const luaL_Reg methods[] = {{"evaluate", ev_evaluate},
+                                     {"evaluate_many", ev_evaluate_many},
+                                     {"device", ev_device},
+                                     {"recipe", ev_recipe},
+                                     {"stats", ev_stats},
+                                     {"close", ev_gc},
+                                     {NULL, NULL}};
+  kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
+  static const luaL_Reg fns[] = {{"new", ev_new}, {NULL, NULL}};
+  luaL_newlib(L, fns);
+  return 1;
+}

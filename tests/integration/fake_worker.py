@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""A stand-in evaluator worker for tests without a GPU. It speaks the real frame protocol
+(runtime/proto.h: u32 LE header length, JSON header, announced blobs) and misbehaves on
+purpose, as chosen by argv:
+
+  fake_worker.py MODE [STATE_FILE]
+    ok       hello with a fake device; evaluate checks the request's shape and answers ok
+             (or, in ok mode, by the candidate's kernel name: one containing "wrong" gets a
+             wrong verdict with a worst element, "slow" a 2x slower time)
+    nogpu    hello says E_NOGPU
+    hang     evaluate never replies
+    die      evaluate writes half a reply, then exits 3
+    garbage  evaluate answers with bytes that are no frame
+    crash    evaluate answers verdict crash, then exits
+  MODE-once STATE: misbehaves only while STATE does not exist (and creates it), then acts as
+  ok: for testing that the next worker works.
+
+hello's device also reports which environment variables the worker can see ("env"), so tests
+can check the driver scrubbed it. Every request is logged (op, id) to $KEVO_FAKE_LOG if set.
+"""
+import json
+import os
+import struct
+import sys
+import time
+
+
+def read_exact(f, n):
+    data = b""
+    while len(data) < n:
+        chunk = f.read(n - len(data))
+        if not chunk:
+            sys.exit(0)  # the driver went away
+        data += chunk
+    return data
+
+
+def read_frame(f):
+    (n,) = struct.unpack("<I", read_exact(f, 4))
+    header = json.loads(read_exact(f, n))
+    blobs = [read_exact(f, int(size)) for size in header.get("blobs", [])]
+    return header, blobs
+
+
+def write_frame(f, header, blobs=()):
+    header = dict(header)
+    header["blobs"] = [len(b) for b in blobs]
+    text = json.dumps(header).encode()
+    f.write(struct.pack("<I", len(text)) + text + b"".join(blobs))
+    f.flush()
+
+
+def check_request(req, blobs):
+    """Returns a message if the evaluate request breaks the documented contract, else None."""
+    mods = req.get("modules")
+    if not isinstance(mods, list) or len(mods) != len(blobs) or not mods:
+        return "modules must name the blobs"
+    roles = sorted(m.get("role") for m in mods)
+    if roles != ["candidate", "reference"]:
+        return "modules need one candidate and one reference, got %r" % roles
+    names = {t["name"] for t in req.get("tensors", [])}
+    if not names:
+        return "no tensors"
+    shapes = req.get("shapes") or []
+    if not shapes:
+        return "no shapes"
+    for s in shapes:
+        for key in ("label", "params", "numel", "candidate", "reference"):
+            if key not in s:
+                return "shape lacks %s" % key
+        if set(s["numel"]) != names:
+            return "numel must cover every tensor"
+        for who in ("candidate", "reference"):
+            for k in s[who]["kernels"]:
+                if not 0 <= k["module"] < len(mods):
+                    return "a plan's module index is out of range"
+    v = req.get("verify", {})
+    if v.get("trials", 0) < 5 or "seed" not in v or "tolerance" not in v:
+        return "verify needs trials >= 5, a seed and tolerances"
+    if "enabled" not in req.get("bench", {}):
+        return "bench needs enabled"
+    return None
+
+
+def reply_ok(req, blobs):
+    problem = check_request(req, blobs)
+    if problem:
+        return {"ok": False, "verdict": "error", "stage": "verify", "message": "fake worker: " + problem}
+    shapes = req["shapes"]
+    cand = shapes[0]["candidate"]["kernels"][0]["name"]
+    res = {"ok": True, "verdict": "ok", "stage": "done", "message": "fake: looks right",
+           "verify": {"trials": req["verify"]["trials"], "shapes": len(shapes), "mismatches": 0,
+                      "flags": {}}}
+    if "wrong" in cand:
+        res.update(ok=False, verdict="wrong", stage="verify", message="output y differs")
+        res["verify"].update(mismatches=17, worst={
+            "shape": shapes[-1]["label"], "tensor": "y", "index": [3, 1000], "flat": 4099 * 3 + 1000,
+            "expected": 0.25, "actual": 0.0, "abs_err": 0.25, "rel_err": 1.0})
+        return res
+    bench = req["bench"]
+    if bench.get("enabled"):
+        ms = 0.2 if "slow" in cand else 0.1
+        cost = req.get("cost", {})
+        gbps = cost.get("bytes", 0) / (ms * 1e-3) / 1e9
+        res["bench"] = {"median_ms": ms, "min_ms": ms * 0.98, "p10_ms": ms * 0.99, "p90_ms": ms * 1.02,
+                        "rse": 0.004, "reps": 500, "ref_median_ms": 0.1, "speedup": 0.1 / ms,
+                        "sm_clock_mhz": 1980, "temp_c": 41, "bytes": cost.get("bytes", 0),
+                        "flops": cost.get("flops", 0), "gbps": gbps, "tflops": 0.0,
+                        "roofline_pct": 100.0 * gbps / 4280.0, "floor_ms": ms / 3}
+    else:
+        res["stage"] = "verify"
+    return res
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    if mode.endswith("-once"):
+        state = sys.argv[2]
+        mode = mode[:-5]
+        if os.path.exists(state):
+            mode = "ok"
+        elif mode != "nogpu":
+            open(state, "w").close()
+    log = os.environ.get("KEVO_FAKE_LOG")
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        req, blobs = read_frame(inp)
+        op, rid = req.get("op"), req.get("id")
+        if log:
+            with open(log, "a") as f:
+                f.write("%s %s %d\n" % (op, rid, os.getpid()))
+        if op == "bye":
+            return 0
+        if op == "hello":
+            if mode == "nogpu":
+                write_frame(out, {"id": rid, "ok": False, "error": "E_NOGPU: no CUDA driver (fake)"})
+                continue
+            write_frame(out, {"id": rid, "ok": True, "device": {
+                "name": "Fake GPU", "cc": [9, 0], "sms": 132, "mem_bytes": 150 << 30,
+                "l2_bytes": 60 << 20, "driver": 13000, "copy_gbps": 4280.0,
+                "env": sorted(os.environ)}})
+            continue
+        if op != "evaluate":
+            write_frame(out, {"id": rid, "ok": False, "verdict": "error", "message": "unknown op"})
+            continue
+        if mode == "hang":
+            while True:
+                time.sleep(3600)
+        if mode == "die":
+            text = json.dumps({"id": rid, "ok": True, "verdict": "ok"}).encode()
+            out.write(struct.pack("<I", len(text)) + text[: len(text) // 2])
+            out.flush()
+            os._exit(3)
+        if mode == "garbage":
+            out.write(b"\xff\xff\xff\x7fnot a frame")
+            out.flush()
+            time.sleep(3600)
+        if mode == "crash":
+            write_frame(out, {"id": rid, "ok": False, "verdict": "crash", "stage": "verify",
+                              "message": "an illegal memory access was encountered"})
+            return 0
+        res = reply_ok(req, blobs)
+        res["id"] = rid
+        write_frame(out, res)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

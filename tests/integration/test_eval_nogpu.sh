@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `kevo eval` on a machine (or a worker) without a GPU: compile errors come with the line,
+# a good kernel compiles and then says verification needs a GPU, bad input exits 2.
+# The worker is the real `kevo worker` with no visible device (CUDA_VISIBLE_DEVICES empty); a
+# build without the worker command falls back to the protocol stand-in in nogpu mode.
+set -u
+fail=0
+out=$(mktemp)
+t() { # t NAME EXPECTED_RC CMD... : runs CMD, checks its exit code
+  local name=$1 want=$2; shift 2
+  "$@" >"$out" 2>&1; local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; sed 's/^/  | /' "$out"; fail=1
+  else echo "ok   $name"; fi
+}
+has() { grep -qE -- "$1" "$out" || { echo "FAIL: output lacks /$1/"; sed 's/^/  | /' "$out"; fail=1; }; }
+
+export CUDA_VISIBLE_DEVICES=
+if "$KEVO" help worker >/dev/null 2>&1; then
+  echo "worker: kevo worker (no visible device)"
+else
+  export KEVO_WORKER="python3 $KEVO_SRC/tests/integration/fake_worker.py nogpu"
+  echo "worker: stand-in (this build has no 'kevo worker' command yet)"
+fi
+recipe="$KEVO_SRC/recipes/softmax.yaml"
+tmp=$(mktemp -d)
+
+cat > "$tmp/broken.cu" <<'EOF'
+/* kevo:launch
+return {kernels = {{name = "softmax", grid = {M}, block = {256}, args = {"x", "y", i32(M), i32(N)}}}}
+*/
+extern "C" __global__ void softmax(const float* x, float* y, int M, int N) {
+  int row = blockIdx.x;
+  float s = undeclared_thing[row];
+  y[row] = s;
+}
+EOF
+t "compile error exits 1" 1 "$KEVO" eval "$recipe" "$tmp/broken.cu"
+has "verdict +compile_error"
+has "line 6:[0-9]+: error: .*undeclared_thing"
+has "float s = undeclared_thing\[row\];"
+
+t "good kernel compiles, then needs a GPU" 1 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/softmax/rowwise.cu" --set BLOCK=512 --set VEC=2
+has "verdict +no_gpu"
+has "verification needs a GPU"
+has "kernel +softmax: [0-9]+ registers"
+
+t "--json" 1 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/softmax/rowwise.cu" --json --no-bench
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["verdict"]=="no_gpu" and r["ok"] is False and r["compile"]["kernels"], r' "$out" \
+  || { echo "FAIL: --json output"; fail=1; }
+
+cat > "$tmp/badlaunch.cu" <<'EOF'
+// comment
+/* kevo:launch
+return {kernels = {{name = "softmax", grid = {M}, block = {0}, args = {"x", "y", i32(M), i32(N)}}}}
+*/
+extern "C" __global__ void softmax(const float* x, float* y, int M, int N) {}
+EOF
+t "launch error exits 1" 1 "$KEVO" eval "$recipe" "$tmp/badlaunch.cu"
+has "verdict +launch_error"
+has "badlaunch.cu:2: kevo:launch: kernels\[1\].block\[1\]: must be > 0"
+
+cat > "$tmp/bad.yaml" <<'EOF'
+kevo: 1
+name: bad
+params: {N: 4}
+inputs:
+  a: {dtype: f33, shape: [N]}
+outputs:
+  b: {dtype: f32, shape: [N]}
+reference: {lang: cuda, file: ref.cu}
+EOF
+t "malformed recipe exits 2" 2 "$KEVO" eval "$tmp/bad.yaml" "$tmp/broken.cu"
+has "bad.yaml:[0-9]+:[0-9]+: "
+t "missing kernel file exits 2" 2 "$KEVO" eval "$recipe" "$tmp/nonexistent.cu"
+t "no arguments exits 2" 2 "$KEVO" eval
+has "usage: kevo eval"
+t "unknown option exits 2" 2 "$KEVO" eval "$recipe" "$tmp/broken.cu" --frobnicate
+t "bad --set exits 2" 2 "$KEVO" eval "$recipe" "$tmp/broken.cu" --set BLOCK
+t "eval --help" 0 "$KEVO" eval --help
+has "exit: 0 the kernel is correct"
+
+rm -rf "$tmp" "$out"
+[ $fail = 0 ] && echo "eval without a GPU: all passed"
+exit $fail
