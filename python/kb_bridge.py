@@ -143,7 +143,7 @@ class Problem:
         for kind, _, v in self.args:
             call.append(next(it) if (kind == "tensor" and it is not None) else v)
         with torch.no_grad():
-            out = (model or self.model)(*call)
+            out = (model if model is not None else self.model)(*call)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         for i, o in enumerate(outs):
             if not isinstance(o, torch.Tensor):

@@ -244,7 +244,12 @@ static int bridge_failed(torchref *t, int status, const char *what, kevo_error *
     msg += strlen("E_PROBLEM: ");
   else if ((msg = strstr(tail, "E_UNSUPPORTED: ")))
     msg += strlen("E_UNSUPPORTED: ");
-  return kevo_fail(err, st, "%s: %s", what, msg ? msg : tail[0] ? tail : "no output");
+  if (msg || tail[0]) return kevo_fail(err, st, "%s: %s", what, msg ? msg : tail);
+  return kevo_fail(err, st, "%s: the bridge %s %d and said nothing", what,
+                   WIFEXITED(status) ? "exited with status" : "was killed by signal",
+                   WIFEXITED(status)     ? code
+                   : WIFSIGNALED(status) ? WTERMSIG(status)
+                                         : -1);
 }
 
 int torchref_describe(const char *problem, const torchref_opts *o, char **json, kevo_error *err) {

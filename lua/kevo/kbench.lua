@@ -62,15 +62,16 @@ local function check(d)
   return true
 end
 
--- Sizes: every dim value above 1 that equals a module-level integer of the problem takes its
--- name (the first in file order); other dims are written as numbers.
+-- Sizes: every dim value above 1 that equals exactly one module-level integer of the problem
+-- takes its name; other dims are written as numbers (a value two integers share, say
+-- in_channels = kernel_size = 3, would name one after the other).
 local function size_names(d)
   local byvalue, params, used = {}, {}, {}
   for _, g in ipairs(isnull(d.globals) and {} or d.globals) do
     local n, v = g.name, g.value
     if type(n) == "string" and n:match("^[%a_][%w_]*$") and not RESERVED[n]
-        and math.type(v) == "integer" and v > 1 and not byvalue[v] then
-      byvalue[v] = n
+        and math.type(v) == "integer" and v > 1 then
+      byvalue[v] = byvalue[v] == nil and n or false
     end
   end
   local function dim(v)
