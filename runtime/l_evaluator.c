@@ -14,6 +14,7 @@
  *                  src = {lang, file, source, launch, launch_line, space = {KNOB = {v, ...}}}
  *   ev:stats() -> {spawns, kills, deaths, requests}   (the worker's)
  *   ev:close()  (also __close, __gc) */
+#include "evalclient.h"
 #include "evaluate.h"
 #include "lutil.h"
 
@@ -343,6 +344,26 @@ static int ev_recipe(lua_State *L) {
   return 1;
 }
 
+/* evaluator.probe([{worker=}]) -> device table | nil, msg, code: starts a worker, asks its
+ * device (hello, which also measures copy bandwidth) and stops it. For `kevo doctor`. */
+static int ev_probe(lua_State *L) {
+  static const char *const keys[] = {"worker", NULL};
+  kevo_l_checkopts(L, 1, "evaluator.probe", keys);
+  evalclient_opts o = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
+  evalclient *c = NULL;
+  kevo_error err = {0};
+  const cJSON *dev = NULL;
+  int rc = evalclient_new(&o, &c, &err);
+  if (!rc) rc = evalclient_device(c, &dev, &err);
+  if (rc) {
+    evalclient_free(c);
+    return kevo_l_fail_err(L, &err);
+  }
+  push_json(L, dev, 0);
+  evalclient_free(c);
+  return 1;
+}
+
 int luaopen_kevo_evaluator(lua_State *L);
 int luaopen_kevo_evaluator(lua_State *L) {
   static const luaL_Reg methods[] = {{"evaluate", ev_evaluate},
@@ -353,7 +374,7 @@ int luaopen_kevo_evaluator(lua_State *L) {
                                      {"close", ev_gc},
                                      {NULL, NULL}};
   kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
-  static const luaL_Reg fns[] = {{"new", ev_new}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"new", ev_new}, {"probe", ev_probe}, {NULL, NULL}};
   luaL_newlib(L, fns);
   return 1;
 }

@@ -35,6 +35,7 @@ local function check_gpu()
             fix = "rebuild kevo"}
   end
   local ok, dev, msg = pcall(evaluator.probe)
+  if ok and not dev and tostring(msg):find("E_NOGPU", 1, true) then msg = msg:gsub("^E_NOGPU: ", "") end
   if not ok then
     return {item = "GPU", ok = false, detail = tostring(dev), fix = "see the worker's message above"}
   end
