@@ -39,6 +39,7 @@ enum {
   ST_BEST,
   ST_TOP,
   ST_VERDICTS,
+  ST_LLM_CALLS,
   ST_COUNT
 };
 
@@ -108,6 +109,9 @@ static const char *const statement_sql[ST_COUNT] = {
                "GROUP BY c.id ORDER BY speedup DESC, c.id LIMIT ?2",
     [ST_VERDICTS] = "SELECT verdict, count(*) AS n FROM evaluations WHERE run = ?1 "
                     "GROUP BY verdict ORDER BY n DESC, verdict",
+    /* usage only: the bodies are large and a report does not need them */
+    [ST_LLM_CALLS] = "SELECT id, run, provider, model, http_status, input_tokens, output_tokens, "
+                     "cost, ms, error, created FROM llm_calls WHERE run = ?1 ORDER BY id",
 };
 
 struct kevo_archive {
@@ -700,6 +704,11 @@ int kevo_archive_top(kevo_archive *a, int64_t run, int limit, kevo_row_fn fn, vo
 
 int kevo_archive_verdicts(kevo_archive *a, int64_t run, kevo_row_fn fn, void *ud, kevo_error *err) {
   return read_by(a, ST_VERDICTS, run, 0, fn, ud, NULL, "counting verdicts", err);
+}
+
+int kevo_archive_llm_calls(kevo_archive *a, int64_t run, kevo_row_fn fn, void *ud,
+                           kevo_error *err) {
+  return read_by(a, ST_LLM_CALLS, run, 0, fn, ud, NULL, "listing LLM calls", err);
 }
 
 int kevo_archive_llm_call_lookup(kevo_archive *a, const char *request, size_t request_len,

@@ -164,6 +164,9 @@ int kevo_archive_top(kevo_archive *a, int64_t run, int limit, kevo_row_fn fn, vo
                      kevo_error *err);
 /* (verdict, n) rows for the run's evaluations, most frequent first. */
 int kevo_archive_verdicts(kevo_archive *a, int64_t run, kevo_row_fn fn, void *ud, kevo_error *err);
+/* The run's LLM calls in id order, without their bodies: id, run, provider, model, http_status,
+ * input_tokens, output_tokens, cost, ms, error, created. */
+int kevo_archive_llm_calls(kevo_archive *a, int64_t run, kevo_row_fn fn, void *ud, kevo_error *err);
 /* The most recent successful call (a response, no error) whose request is byte-equal to
  * request; *found = 0 if none. */
 int kevo_archive_llm_call_lookup(kevo_archive *a, const char *request, size_t request_len,

@@ -317,6 +317,16 @@ static int db_candidates(lua_State *L) {
   return rows_result(L, kevo_archive_candidates(a, run, append_row, &u, &err), &err);
 }
 
+/* db:llm_calls(run): the run's LLM calls (usage columns, no bodies), id order */
+static int db_llm_calls(lua_State *L) {
+  kevo_archive *a = check_db(L);
+  lua_Integer run = luaL_checkinteger(L, 2);
+  lua_newtable(L);
+  struct rows_ud u = {L, 0};
+  kevo_error err = {0};
+  return rows_result(L, kevo_archive_llm_calls(a, run, append_row, &u, &err), &err);
+}
+
 /* db:evaluations(candidate) or db:evaluations{candidate=} or db:evaluations{run=} */
 static int db_evaluations(lua_State *L) {
   kevo_archive *a = check_db(L);
@@ -483,6 +493,7 @@ int luaopen_kevo_archive(lua_State *L) {
                                      {"eval_add", db_eval_add},
                                      {"llm_call_add", db_llm_call_add},
                                      {"llm_call_lookup", db_llm_call_lookup},
+                                     {"llm_calls", db_llm_calls},
                                      {"journal_append", db_journal_append},
                                      {"journal_get", db_journal_get},
                                      {"journal", db_journal},

@@ -1,0 +1,280 @@
+-- kevo.report: what a run found, read back from the archive. `kevo report` prints a terminal
+-- summary, its JSON (--json), or one self-contained HTML page (--html FILE, kevo.report.html).
+--
+--   local report = require "kevo.report"
+--   local db, msg, code = report.open(path)        -- read-only; code is the exit code on failure
+--   local run, msg = report.find_run(db, "last")   -- a run row, or nil
+--   local m = report.gather(db, run)               -- the model every view is drawn from
+--   report.text(m), report.summary(m)              -- terminal text, JSON-ready table
+--   report.main(args)                              -- `kevo report` itself; returns the exit code
+local archive = require "kevo.archive"
+local json = require "kevo.json"
+
+local M = {}
+
+local function decode(text)
+  if type(text) ~= "string" then return text end
+  local v = json.decode(text)
+  if type(v) ~= "table" then return nil end
+  return v
+end
+
+-- open(path): the archive read-only, or nil, message, exit code (2: no archive, 1: unreadable).
+function M.open(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil, ("no archive at %s (kevo run creates it; or --db PATH / KEVO_DB)"):format(path), 2
+  end
+  f:close()
+  local db, msg = archive.open(path, {readonly = true})
+  if not db then return nil, msg, 1 end
+  return db
+end
+
+-- find_run(db, spec): spec is an id or "last". Returns the run row (with counts) or nil, msg.
+function M.find_run(db, spec)
+  if spec == "last" then
+    local runs = assert(db:runs())
+    if #runs == 0 then return nil, "the archive holds no runs yet" end
+    return runs[#runs]
+  end
+  local id = math.tointeger(tonumber(spec))
+  if not id then return nil, ("'%s' is not a run id (a number, or last)"):format(tostring(spec)) end
+  local run = db:run(id)
+  if not run then return nil, ("no run %d in %s (kevo runs lists them)"):format(id, db:path()) end
+  return run
+end
+
+-- lineage(by_id, id): the chain of candidates from the root to id (cycles cut).
+function M.lineage(by_id, id)
+  local chain, seen = {}, {}
+  while id and by_id[id] and not seen[id] do
+    seen[id] = true
+    table.insert(chain, 1, by_id[id])
+    id = by_id[id].parent
+  end
+  return chain
+end
+
+-- gather(db, run): the model of a run every view draws from.
+--   run (row, config decoded), duration_s, verdicts {{verdict=, n=}}, llm {calls, input_tokens,
+--   output_tokens, cost}, candidates (id order; each with best evaluation `eval`, children),
+--   evals (id order; result/fingerprint decoded; tokens = LLM tokens spent by then;
+--   best_so_far), best (an eval, with candidate), lineage (candidates root..best).
+function M.gather(db, run)
+  local m = {run = run, verdicts = {}, candidates = {}, evals = {}, by_id = {}}
+  run.config = decode(run.config)
+  if run.finished and run.created then m.duration_s = run.finished - run.created end
+  for v, n in pairs(assert(db:verdicts(run.id))) do m.verdicts[#m.verdicts + 1] = {verdict = v, n = n} end
+  table.sort(m.verdicts, function(a, b)
+    if a.n ~= b.n then return a.n > b.n end
+    return a.verdict < b.verdict
+  end)
+  m.llm = {calls = run.llm_calls or 0, input_tokens = run.input_tokens or 0,
+           output_tokens = run.output_tokens or 0, cost = run.cost or 0}
+
+  for _, c in ipairs(assert(db:candidates(run.id))) do
+    c.knobs = decode(c.knobs)
+    c.children = {}
+    m.candidates[#m.candidates + 1] = c
+    m.by_id[c.id] = c
+  end
+  for _, c in ipairs(m.candidates) do
+    local p = c.parent and m.by_id[c.parent]
+    if p then p.children[#p.children + 1] = c.id end
+  end
+
+  -- tokens spent by the time of each evaluation: LLM calls made before it
+  local calls = db.llm_calls and assert(db:llm_calls(run.id)) or {}
+  table.sort(calls, function(a, b) return (a.created or 0) < (b.created or 0) end)
+  local ci, spent = 1, 0
+  local best_so_far
+  for _, e in ipairs(assert(db:evaluations{run = run.id})) do
+    e.result = decode(e.result) or {}
+    e.fingerprint = decode(e.fingerprint) or {}
+    while calls[ci] and (calls[ci].created or 0) <= (e.created or math.huge) do
+      spent = spent + (calls[ci].input_tokens or 0) + (calls[ci].output_tokens or 0)
+      ci = ci + 1
+    end
+    e.tokens = spent
+    local bench = e.result.bench or {}
+    e.roofline_pct, e.gbps, e.ref_median_ms = bench.roofline_pct, bench.gbps, bench.ref_median_ms
+    e.message = e.result.message
+    if e.ok and e.speedup and (not best_so_far or e.speedup > best_so_far) then best_so_far = e.speedup end
+    e.best_so_far = best_so_far
+    m.evals[#m.evals + 1] = e
+    local c = m.by_id[e.candidate]
+    if c then -- the candidate's evaluation to show: its fastest ok one, else its last
+      local cur = c.eval
+      if not cur or not cur.ok or (e.ok and (e.speedup or 0) > (cur.speedup or 0)) then c.eval = e end
+    end
+  end
+
+  local best = db:best(run.id)
+  if best then
+    for _, e in ipairs(m.evals) do if e.id == best.id then m.best = e end end
+    m.best.candidate_row = m.by_id[best.candidate]
+    m.lineage = M.lineage(m.by_id, best.candidate)
+  end
+  return m
+end
+
+local function fmt_num(v, fmt, unit)
+  if type(v) ~= "number" then return "-" end
+  return fmt:format(v) .. (unit or "")
+end
+M.fmt_num = fmt_num
+
+-- "69.8k", "1.20M"
+function M.fmt_tokens(n)
+  if n >= 1e6 then return ("%.2fM"):format(n / 1e6) end
+  if n >= 1e4 then return ("%.1fk"):format(n / 1e3) end
+  return tostring(math.tointeger(n) or n)
+end
+
+function M.fmt_duration(s)
+  if not s then return "still running or not finished" end
+  if s < 60 then return ("%.1f s"):format(s) end
+  if s < 3600 then return ("%dm %02ds"):format(s // 60, math.floor(s % 60)) end
+  return ("%dh %02dm"):format(s // 3600, math.floor(s % 3600 / 60))
+end
+
+-- fingerprint_line(e): where and how an evaluation was measured, one line.
+function M.fingerprint_line(e)
+  local fp, bench = e.fingerprint or {}, (e.result or {}).bench or {}
+  local dev = fp.device or ((e.result or {}).device or {}).name or "?"
+  local cc = fp.cc or ((e.result or {}).device or {}).cc
+  local parts = {dev}
+  if type(cc) == "table" then parts[#parts + 1] = ("sm_%s%s"):format(cc[1], cc[2]) end
+  if fp.driver then parts[#parts + 1] = "driver " .. tostring(fp.driver) end
+  local clock = bench.sm_clock_mhz or fp.sm_clock_mhz
+  if clock then parts[#parts + 1] = ("SM %s MHz"):format(clock) end
+  local temp = bench.temp_c or fp.temp_c
+  if temp then parts[#parts + 1] = ("%s C"):format(temp) end
+  if fp.kevo_commit then parts[#parts + 1] = "kevo " .. tostring(fp.kevo_commit) end
+  return table.concat(parts, ", ")
+end
+
+function M.lineage_line(chain)
+  local parts = {}
+  for _, c in ipairs(chain) do
+    local s = c.eval and c.eval.ok and c.eval.speedup
+    parts[#parts + 1] = ("#%d %s %s"):format(c.id, c.origin or "?", s and ("%.2fx"):format(s) or
+      (c.eval and c.eval.verdict or "unevaluated"))
+  end
+  return table.concat(parts, " -> ")
+end
+
+-- text(m): the terminal summary.
+function M.text(m)
+  local r, out = m.run, {}
+  local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
+  add("run %d: %s with %s (%s), %s", r.id, r.recipe or "?", r.strategy or "?", r.status or "?",
+      M.fmt_duration(m.duration_s))
+  add("  recipe      %s%s", r.recipe_path or "-", r.recipe_hash and (" (sha256 %s)"):format(r.recipe_hash:sub(1, 12)) or "")
+  add("  kevo        %s (%s) on %s", r.kevo_version or "?", r.kevo_commit or "?", r.host or "?")
+  local vs = {}
+  for _, v in ipairs(m.verdicts) do vs[#vs + 1] = ("%s %d"):format(v.verdict, v.n) end
+  add("  evaluations %d of %d candidates: %s", #m.evals, #m.candidates, #vs > 0 and table.concat(vs, ", ") or "none")
+  add("  LLM         %d calls, %s tokens in, %s out, cost %.4f", m.llm.calls, M.fmt_tokens(m.llm.input_tokens),
+      M.fmt_tokens(m.llm.output_tokens), m.llm.cost)
+  local b = m.best
+  if not b then
+    add("no verified kernel: no candidate of this run passed verification")
+    return table.concat(out, "\n") .. "\n"
+  end
+  local c = b.candidate_row or {}
+  add("best: candidate %d (%s, %s), %s over the reference", b.candidate, c.origin or "?", c.lang or "?",
+      fmt_num(b.speedup, "%.2fx"))
+  add("  median      %s (reference %s)", fmt_num(b.median_ms, "%.4f ms"), fmt_num(b.ref_median_ms, "%.4f ms"))
+  add("  roofline    %s, %s", fmt_num(b.roofline_pct, "%.1f%%"), fmt_num(b.gbps, "%.0f GB/s"))
+  if c.knobs and next(c.knobs) then add("  knobs       %s", json.encode(c.knobs)) end
+  add("  measured    %s", M.fingerprint_line(b))
+  add("  lineage     %s", M.lineage_line(m.lineage))
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- summary(m): the JSON view (what --json prints).
+function M.summary(m)
+  local r = m.run
+  local s = {
+    run = {id = r.id, recipe = r.recipe, recipe_path = r.recipe_path, recipe_hash = r.recipe_hash,
+           strategy = r.strategy, status = r.status, created = r.created, finished = r.finished,
+           duration_s = m.duration_s, seed = r.seed, config = r.config, kevo_version = r.kevo_version,
+           kevo_commit = r.kevo_commit, host = r.host},
+    candidates = #m.candidates, evaluations = #m.evals,
+    verdicts = {}, llm = m.llm, lineage = json.array(),
+  }
+  for _, v in ipairs(m.verdicts) do s.verdicts[v.verdict] = v.n end
+  local b = m.best
+  if b then
+    local c = b.candidate_row or {}
+    s.best = {candidate = b.candidate, evaluation = b.id, origin = c.origin, lang = c.lang, knobs = c.knobs,
+              speedup = b.speedup, median_ms = b.median_ms, ref_median_ms = b.ref_median_ms,
+              roofline_pct = b.roofline_pct, gbps = b.gbps, fingerprint = b.fingerprint,
+              source_hash = c.source_hash}
+    for _, l in ipairs(m.lineage) do
+      s.lineage[#s.lineage + 1] = {candidate = l.id, origin = l.origin, verdict = l.eval and l.eval.verdict,
+                                   speedup = l.eval and l.eval.ok and l.eval.speedup or nil}
+    end
+  end
+  return s
+end
+
+local USAGE = "usage: kevo report RUN|last [--db PATH] [--html FILE] [--json]"
+
+-- parse(args): {run=, db=, html=, json=} or nil, message.
+local function parse(args)
+  local o, i = {}, 1
+  while i <= #args do
+    local a = args[i]
+    if a == "--json" then o.json = true
+    elseif a == "--db" or a == "--html" then
+      if not args[i + 1] then return nil, a .. " needs a value" end
+      o[a:sub(3)] = args[i + 1]
+      i = i + 1
+    elseif a:sub(1, 2) == "--" then return nil, ("unknown option '%s'"):format(a)
+    elseif o.run then return nil, ("unexpected argument '%s'"):format(a)
+    else o.run = a end
+    i = i + 1
+  end
+  if not o.run then return nil, "which run? (an id, or last)" end
+  return o
+end
+
+local function fail(code, msg)
+  io.stderr:write("kevo report: ", msg, "\n")
+  return code
+end
+
+-- main(args): `kevo report`; returns the exit code (0 ok, 1 unreadable archive or write
+-- failure, 2 bad usage, no archive, unknown run).
+function M.main(args)
+  local o, why = parse(args)
+  if not o then return fail(2, why .. "\n" .. USAGE) end
+  local path = o.db or archive.default_path()
+  local db, msg, code = M.open(path)
+  if not db then return fail(code, msg) end
+  local run, err = M.find_run(db, o.run)
+  if not run then db:close(); return fail(2, err) end
+  local m = M.gather(db, run)
+  db:close()
+  local page
+  if o.html then
+    page = require("kevo.report.html").render(m)
+    local f, ferr = io.open(o.html, "wb")
+    if not f then return fail(1, "cannot write the page: " .. ferr) end
+    local ok, werr = f:write(page)
+    f:close()
+    if not ok then return fail(1, "cannot write the page: " .. tostring(werr)) end
+  end
+  if o.json then
+    print(json.encode(M.summary(m), {pretty = true}))
+  else
+    io.write(M.text(m))
+    if page then io.write(("page: %s (%d bytes, self-contained)\n"):format(o.html, #page)) end
+  end
+  return 0
+end
+
+return M

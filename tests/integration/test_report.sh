@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# kevo report on a synthetic search archive (tests/integration/report_fixture.lua): terminal and
+# --json content, exit codes, and the HTML page: well-formed, self-contained, the best kernel's
+# source present and escaped, hostile archive text (a closing script tag) never raw.
+set -u
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out
+t() { # t NAME EXPECTED_RC CMD... : runs CMD, checks its exit code
+  local name=$1 want=$2; shift 2
+  "$@" >"$out" 2>&1; local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; sed 's/^/  | /' "$out"; fail=1
+  else echo "ok   $name"; fi
+}
+has() { grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; sed 's/^/  | /' "$out" | head -40; fail=1; }; }
+lacks() { if grep -qF -- "$1" "$out"; then echo "FAIL: output has '$1'"; fail=1; fi; }
+
+db=$tmp/kevo.db
+"$KEVO" script "$KEVO_SRC/tests/integration/report_fixture.lua" "$db" >"$tmp/fixture" || { echo "FAIL: fixture"; exit 1; }
+read -r _ run1 _ best1 < <(sed -n 1p "$tmp/fixture")
+read -r _ run2 _ _ < <(sed -n 2p "$tmp/fixture")
+
+t "report run" 0 "$KEVO" report "$run1" --db "$db"
+has "run $run1: softmax with evolve (done)"
+has "best: candidate $best1 (tune, cuda), 5.72x over the reference"
+has "median      0.2799 ms (reference 1.6000 ms)"
+has "roofline    79.9%, 3836 GB/s"
+has "evaluations 42 of 42 candidates: ok 23"
+has "LLM         14 calls, 69.8k tokens in, 14.9k out"
+has "measured    NVIDIA H200, sm_90, driver 13000"
+has "-> #$best1 tune 5.72x"
+t "report last = run 2" 0 "$KEVO" report last --db "$db"
+has "run $run2: softmax with tune (failed)"
+has "no verified kernel"
+t "KEVO_DB" 0 env KEVO_DB="$db" "$KEVO" report "$run1"
+has "best: candidate $best1"
+
+t "report --json" 0 "$KEVO" report "$run1" --db "$db" --json
+python3 - "$out" "$best1" <<'PY' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+best = int(sys.argv[2])
+assert s["best"]["candidate"] == best, s["best"]
+assert abs(s["best"]["speedup"] - 5.7166) < 1e-3, s["best"]["speedup"]
+assert sum(s["verdicts"].values()) == s["evaluations"] == 42, s["verdicts"]
+assert s["verdicts"]["ok"] == 23 and s["candidates"] == 42
+assert s["llm"]["calls"] == 14 and s["llm"]["input_tokens"] > 0
+chain = [c["candidate"] for c in s["lineage"]]
+assert chain[-1] == best and chain[0] == 1, chain
+assert s["best"]["fingerprint"]["device"] == "NVIDIA H200"
+print("ok   --json content")
+PY
+
+t "unknown run" 2 "$KEVO" report 999 --db "$db"
+has "no run 999"
+t "not a run id" 2 "$KEVO" report abc --db "$db"
+t "no archive" 2 "$KEVO" report 1 --db "$tmp/missing.db"
+has "no archive at"
+t "missing run argument" 2 "$KEVO" report --db "$db"
+t "unknown option" 2 "$KEVO" report 1 --db "$db" --bogus
+head -c 4096 /dev/urandom > "$tmp/corrupt.db"
+t "corrupt archive" 1 "$KEVO" report 1 --db "$tmp/corrupt.db"
+t "unwritable page" 1 "$KEVO" report "$run1" --db "$db" --html "$tmp/no/such/dir/r.html"
+
+page=$tmp/r.html
+t "report --html" 0 "$KEVO" report "$run1" --db "$db" --html "$page"
+has "page: $page"
+python3 - "$page" "$best1" <<'PY' || fail=1
+import html.parser, re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.stack, self.scripts, self.errors, self.urls = [], 0, [], []
+    def handle_starttag(self, tag, attrs):
+        if tag == "script": self.scripts += 1
+        for k, v in attrs:
+            if k in ("src", "href", "action") or (v and re.search(r"url\(", v)): self.urls.append((tag, k, v))
+        if tag not in VOID: self.stack.append(tag)
+    def handle_endtag(self, tag):
+        if tag in VOID: return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append("</%s> closes <%s> at %s" % (tag, self.stack[-1] if self.stack else None, self.getpos()))
+        else: self.stack.pop()
+p = P(); p.feed(text); p.close()
+assert not p.errors, p.errors[:5]
+assert not p.stack, "unclosed: %s" % p.stack
+assert p.scripts == 3, "script elements: %d (hostile text made one?)" % p.scripts
+assert not p.urls, p.urls
+# no external resources: the only URL is the SVG namespace, inside the script
+urls = set(re.findall(r"https?://[^\s\"'<>)]+", text))
+assert urls <= {"http://www.w3.org/2000/svg"}, urls
+hostile = "</script><script>alert(1)</script>"
+assert hostile not in text and "<script>alert" not in text, "hostile text is raw"
+esc = "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+assert esc in text, "the hostile text is missing (escaped)"
+# the best kernel's source, escaped, with line numbers
+assert "Best kernel: candidate #%s" % sys.argv[2] in text
+assert '<td class="ln">37</td><td class="code">  for (int i = threadIdx.x; i &lt; N; i += BLOCK) out[i]' in text
+assert 'extern &quot;C&quot; __global__ void softmax_rows' in text
+assert text.count('data-candidate="') == 42, "lineage nodes"
+assert 'data-rows="42"' in text
+# the chart data block cannot end early: no '<' inside it
+data = re.search(r'<script type="application/json" id="kevo-data">(.*?)</script>', text, re.S).group(1)
+assert "<" not in data and ">" not in data
+import json; d = json.loads(data)
+assert len(d["evals"]) == 42 and sum(1 for e in d["evals"] if e.get("s") is not None) == 23
+print("ok   html well-formed, self-contained, escaped")
+PY
+
+exit $fail
