@@ -524,3 +524,47 @@ int torchref_baseline(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON
   kevo_frame_free(&reply);
   return KEVO_OK;
 }
+
+void torchref_make_external(cJSON *req, const char *key) {
+  cJSON *mods = cJSON_GetObjectItemCaseSensitive(req, "modules");
+  for (int i = cJSON_GetArraySize(mods) - 1; i >= 0; i--) {
+    const char *role =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(mods, i), "role"));
+    if (!role || strcmp(role, "candidate")) cJSON_DeleteItemFromArray(mods, i);
+  }
+  cJSON *s;
+  cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(req, "shapes")) {
+    cJSON_DeleteItemFromObject(s, "reference");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(s, "reference"), "external", key);
+  }
+}
+
+static double median_of(const cJSON *o, const char *k) {
+  const cJSON *v =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, k), "median_ms");
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+void torchref_add_baseline(cJSON *bench, const cJSON *baseline) {
+  if (!cJSON_IsObject(bench)) return;
+  const cJSON *med = cJSON_GetObjectItemCaseSensitive(bench, "median_ms");
+  double m = cJSON_IsNumber(med) ? med->valuedouble : 0;
+  double eager = median_of(baseline, "eager"), comp = median_of(baseline, "compiled");
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(baseline, "error"));
+  if (why || eager <= 0) {
+    cJSON_AddStringToObject(bench, "baseline_error", why ? why : "no eager time");
+    return;
+  }
+  cJSON_AddNumberToObject(bench, "eager_ms", eager);
+  cJSON_AddNumberToObject(bench, "ref_median_ms", eager);
+  if (m > 0) cJSON_AddNumberToObject(bench, "speedup", eager / m);
+  if (comp > 0) {
+    cJSON_AddNumberToObject(bench, "compiled_ms", comp);
+    if (m > 0) cJSON_AddNumberToObject(bench, "speedup_compiled", comp / m);
+  }
+  const cJSON *cs = cJSON_GetObjectItemCaseSensitive(baseline, "compile_s");
+  if (cJSON_IsNumber(cs)) cJSON_AddNumberToObject(bench, "compile_s", cs->valuedouble);
+  const char *ce =
+      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(baseline, "compile_error"));
+  if (ce) cJSON_AddStringToObject(bench, "compile_error", ce);
+}

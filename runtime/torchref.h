@@ -61,4 +61,13 @@ int torchref_supply(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *
 int torchref_baseline(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
                       cJSON **out, kevo_error *err);
 
+/* For the evaluator: turns evaluate request `req` into one with an external reference: only
+ * `candidate` modules stay, and every shape's "reference" becomes {"external": key}. */
+void torchref_make_external(cJSON *req, const char *key);
+
+/* For the evaluator: adds a baseline (torchref_baseline's object) to a result's bench object:
+ * eager_ms, compiled_ms, compile_s, ref_median_ms (= eager), speedup (over eager) and
+ * speedup_compiled; or baseline_error. */
+void torchref_add_baseline(cJSON *bench, const cJSON *baseline);
+
 #endif

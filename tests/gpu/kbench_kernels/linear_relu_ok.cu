@@ -12,3 +12,9 @@ extern "C" __global__ void linear_relu_kernel(const float *__restrict__ x,
   for (int k = 0; k < in_features; k++) acc = fmaf(xr[k], wr[k], acc);
   out[i] = fmaxf(acc + linear_bias[o], 0.0f);
 }
+/* kevo:launch
+return {kernels = {{name = "linear_relu_kernel", grid = {cdiv(batch_size * out_features, 256)},
+                    block = {256},
+                    args = {"x", "linear_weight", "linear_bias", "out", i32(batch_size),
+                            i32(in_features), i32(out_features)}}}}
+*/

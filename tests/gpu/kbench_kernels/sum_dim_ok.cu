@@ -9,3 +9,7 @@ extern "C" __global__ void sum_dim_kernel(const float *__restrict__ x, float *__
   for (int r = 0; r < rows; r++) acc += p[(long long)r * cols];
   out[i] = acc;
 }
+/* kevo:launch
+return {kernels = {{name = "sum_dim_kernel", grid = {cdiv(batch_size * cols, 256)}, block = {256},
+                    args = {"x", "out", i32(batch_size), i32(rows), i32(cols)}}}}
+*/
