@@ -19,7 +19,8 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 export CUDA_VISIBLE_DEVICES= # the no-GPU path, also on a machine with one
-unset KEVO_LLM KEVO_LLM_BASE_URL KEVO_LLM_KEY_ENV KEVO_EVALUATOR
+unset KEVO_LLM KEVO_LLM_BASE_URL KEVO_EVALUATOR
+export KEVO_LLM_KEY_ENV=KEVO_TEST_NO_SUCH_KEY # no real key goes to the loopback server
 export KEVO_DB="$tmp/kevo.db"
 cd "$tmp" || exit 1
 

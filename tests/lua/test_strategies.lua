@@ -179,6 +179,15 @@ do
   assert(ok or search.is_stop(e), tostring(e))
   assert(ctx.best and ctx.best.candidate.origin == "llm", "greedy found no kernel written by the LLM")
   assert(asked[#asked].parent ~= nil, "greedy did not go on to rewrite the LLM's kernel")
+  for _, name in ipairs{"beam", "uct", "evolve"} do
+    asked = {}
+    ctx = search.new{task = {name = "imported"}, seeds = {}, seed = 3,
+                     evaluator = search.model_evaluator(model, {}), proposer = ctx._opts.proposer,
+                     max_evals = 6, clock = os.clock, on_log = function() end}
+    ok, e = pcall(assert(strategy.load(name)).run, ctx, {})
+    assert(ok or search.is_stop(e), name .. ": " .. tostring(e))
+    assert(ctx.best and asked[1].parent == nil, name .. " did not start from the LLM's kernels")
+  end
   local none = search.new{task = {name = "imported"}, seeds = {},
                           evaluator = search.model_evaluator(model, {})}
   assert(#none:seed_candidates() == 0)
