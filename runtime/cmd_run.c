@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Budgets of the strategy's state. Evaluations and LLM calls happen in C and cost nothing
@@ -119,6 +120,33 @@ static int host_getenv(lua_State *L) {
   return 1;
 }
 
+/* sleep(seconds): KEVO_MODEL_DELAY slows the model evaluator (tests that kill a run during an
+ * evaluation). Interrupted by Ctrl-C. */
+static int host_sleep(lua_State *L) {
+  double s = luaL_checknumber(L, 1);
+  if (s > 0) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+/* die(): the KEVO_FAULT test hook: ends kevo at once, as kill -9 would. */
+static int host_die(lua_State *L) {
+  (void)L;
+  fflush(NULL);
+  raise(SIGKILL);
+  return 0;
+}
+
+static int resolve_llm(lua_State *L, const char *flag);
+
+/* resolve_llm(flag) -> JSON text | nil, msg: the LLM settings for PROVIDER:MODEL as --llm would
+ * give them (kevo run --resume takes the run's own). */
+static int host_resolve_llm(lua_State *L) {
+  return resolve_llm(L, luaL_checkstring(L, 1));
+}
+
 static const char *find_flag(int argc, char **argv, const char *flag);
 static void set_llm_config(lua_State *L, const char *flag);
 
@@ -130,6 +158,9 @@ static void push_host(lua_State *L, int argc, char **argv) {
                                  {"clear_progress", host_clear_progress},
                                  {"getenv", host_getenv},
                                  {"started", host_started},
+                                 {"sleep", host_sleep},
+                                 {"die", host_die},
+                                 {"resolve_llm", host_resolve_llm},
                                  {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDERR_FILENO));
@@ -172,14 +203,15 @@ static const char LLM_CONFIG_CHUNK[] =
     "if not cfg then return nil, msg end\n"
     "return require('kevo.json').encode(cfg)\n";
 
-static void set_llm_config(lua_State *L, const char *flag) {
+/* Pushes the LLM settings for flag (or none) as JSON text, or nil and a message; returns 2. */
+static int resolve_llm(lua_State *L, const char *flag) {
   kevo_error err = {0};
   kevo_lua_opts topts = {0};
   lua_State *T = kevo_lua_new(&topts, &err);
   if (!T) {
+    lua_pushnil(L);
     lua_pushstring(L, err.msg);
-    lua_setfield(L, -2, "llm_config_error");
-    return;
+    return 2;
   }
   if (kevo_lua_load(T, LLM_CONFIG_CHUNK, sizeof LLM_CONFIG_CHUNK - 1, "=llm config") == LUA_OK) {
     if (flag)
@@ -189,18 +221,25 @@ static void set_llm_config(lua_State *L, const char *flag) {
     if (kevo_lua_pcall(T, 1, 2) == LUA_OK) {
       if (lua_isstring(T, -2)) {
         lua_pushstring(L, lua_tostring(T, -2));
-        lua_setfield(L, -2, "llm_config");
+        lua_pushnil(L);
       } else {
+        lua_pushnil(L);
         lua_pushstring(L, lua_isstring(T, -1) ? lua_tostring(T, -1) : "bad LLM settings");
-        lua_setfield(L, -2, "llm_config_error");
       }
       kevo_lua_close(T);
-      return;
+      return 2;
     }
   }
+  lua_pushnil(L);
   lua_pushstring(L, lua_tostring(T, -1));
-  lua_setfield(L, -2, "llm_config_error");
   kevo_lua_close(T);
+  return 2;
+}
+
+static void set_llm_config(lua_State *L, const char *flag) {
+  resolve_llm(L, flag); /* stack: host json|nil msg|nil */
+  lua_setfield(L, -3, "llm_config_error");
+  lua_setfield(L, -2, "llm_config");
 }
 
 /* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with

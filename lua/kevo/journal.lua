@@ -227,6 +227,7 @@ end
 -- True when calls are to be made now. A resume tape at its end goes live here.
 function Tape:live()
   if self.mode == "live" then return true end
+  if self.broken then error(self.broken, 0) end
   if self.mode == "replay" then return false end
   if self:_head() then return false end
   self:_go_live()
@@ -238,13 +239,17 @@ end
 -- "evaluate", items (a list of per-candidate keys) get {ids = {...}, results = {...}} with
 -- holes where no candidate matched; for "propose", an entry with the same request.
 function Tape:take(kind, request, items)
+  if self.broken then error(self.broken, 0) end
   if self.mode == "replay" and self.diverged then return self:_lookup(kind, request, items) end
   local e = self:_head()
   if e and e.kind == kind and e.request == request then
     self:_consume(e)
     return e.response
   end
-  if self.mode == "resume" then error(divergence(self, e, kind, request), 0) end
+  if self.mode == "resume" then
+    self.broken = divergence(self, e, kind, request) -- a strategy that swallows it meets it again
+    error(self.broken, 0)
+  end
   if not e and self.status ~= "done" and self.status ~= "failed" then
     return nil -- a replay of an unfinished run: take_stop() ends it before this
   end
@@ -289,6 +294,7 @@ end
 
 -- Called when the strategy returned: entries left unread mean it diverged (it stopped asking).
 function Tape:finish()
+  if self.broken then return self.broken end
   if self.mode == "live" or self.diverged then return nil end
   local e = self:_head()
   if not e then return nil end
