@@ -312,7 +312,8 @@ static int run_main(int argc, char **argv) {
 
 const struct kevo_command kevo_cmd_run = {
     "run", "search for a fast kernel for a recipe (the main job)",
-    "usage: kevo run RECIPE [options]\n\n"
+    "usage: kevo run RECIPE [options]\n"
+    "       kevo run --resume RUN [--max-evals N] [--time D] [--budget-tokens N] [--db P]\n\n"
     "Searches for a fast kernel for RECIPE (a recipe file, or the name of a packaged recipe):\n"
     "proposes candidates, compiles, verifies and times each one, and keeps the best.\n\n"
     "options:\n"
@@ -326,7 +327,13 @@ const struct kevo_command kevo_cmd_run = {
     "  --seed N               the run's seed: the same seed and results give the same run (1)\n"
     "  --db PATH              the archive (default $KEVO_DB or ./kevo.db)\n"
     "  --arch sm_XX           compile for this GPU architecture (default: the GPU's, or sm_90)\n"
-    "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n\n"
+    "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n"
+    "  --resume RUN           go on with a run that was killed: its journal is read back (no\n"
+    "                         evaluation redone, no LLM call paid twice), then it runs live;\n"
+    "                         recipe, strategy, options, seed and LLM are the run's own, and\n"
+    "                         --max-evals, --time, --budget-tokens may extend its budgets.\n"
+    "                         A strategy that no longer asks what the journal holds is\n"
+    "                         reported (exit 1) and the run left as it was. docs/resume.md\n\n"
     "A progress line on stderr shows evaluations, the best speed-up over the reference, its\n"
     "% of roofline, tokens spent and elapsed time. Ctrl-C stops cleanly: the run is marked\n"
     "killed and everything found is kept (a second Ctrl-C ends kevo at once).\n\n"
