@@ -668,6 +668,12 @@ function M.summary(ctx, s)
   print(string.format("best: candidate %d, %.2fx the reference (%.4g ms vs %.4g ms)%s", b.id,
     b.score or 0, bench.median_ms or 0, bench.ref_median_ms or 0,
     bench.roofline_pct and string.format(", %.0f%% of roofline", bench.roofline_pct) or ""))
+  if bench.eager_ms then -- a PyTorch reference (kevo import): both baselines, same session
+    print(string.format("  vs PyTorch: %.2fx eager (%.4g ms)%s", bench.eager_ms / bench.median_ms,
+      bench.eager_ms, bench.compiled_ms and string.format(", %.2fx torch.compile (%.4g ms)",
+        bench.compiled_ms / bench.median_ms, bench.compiled_ms) or
+        (", torch.compile: " .. (bench.compile_error or "not measured"))))
+  end
   if b.candidate.knobs and next(b.candidate.knobs) then
     print("  knobs: " .. search.knobs_key(b.candidate.knobs))
   end
