@@ -351,7 +351,7 @@ end
 function M.progress_line(ctx, run_id)
   local ok = 0
   for _, e in ipairs(ctx._entries) do if e.ok then ok = ok + 1 end end
-  local o = ctx._opts
+  local o = ctx:limits()
   local parts = {string.format("kevo run %s", tostring(run_id)),
                  string.format("evals %d%s (%d ok)", ctx.evals,
                                o.max_evals and ("/" .. o.max_evals) or "", ok)}
@@ -564,7 +564,8 @@ function M.execute(cfg, host)
 
   local ctx_ref = {}
   local last_draw = -1
-  local ctx = search.new{
+  local ctx_opts
+  ctx_opts = {
     task = task, seeds = seeds, evaluator = evaluator,
     proposer = make_proposer(llm_cfg, ctx_ref, llm_state), archive = db, run = run_id,
     seed = cfg.seed, max_evals = budgets.max_evals, time_s = budgets.time_s,
@@ -581,11 +582,12 @@ function M.execute(cfg, host)
       kevo.log("%s", line)
     end,
   }
+  local ctx = search.new(ctx_opts)
   ctx_ref.ctx = ctx
   local resumed_at
   if rec then
     tape:on_live(function(t) -- the journal is read back: the run goes on from here
-      local o = ctx._opts
+      local o = ctx_opts
       o.max_evals = cfg.max_evals or o.max_evals
       o.time_s = cfg.time_s or o.time_s
       if llm_cfg then o.max_tokens = cfg.max_tokens or o.max_tokens end

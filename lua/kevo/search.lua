@@ -235,6 +235,11 @@ Ctx.__index = Ctx
                   then the journal's: frozen at the last entry read back while replaying.
   opts.fault(point)  a test hook called at points where a kill must lose nothing
   opts.on_progress(ctx), opts.on_log(line): display hooks ]]
+-- What the host hands the context (the evaluator, the archive, the proposer with its LLM
+-- session, the journal's tape, hooks) is kept here, keyed by the context, not in the context:
+-- a strategy holds the context and must not reach those objects through it.
+local private = setmetatable({}, {__mode = "k"})
+
 function M.new(opts)
   assert(type(opts) == "table", "search.new: options table expected")
   assert(opts.evaluator, "search.new: evaluator required")
@@ -257,9 +262,7 @@ function M.new(opts)
     _clock = clock,
     _time_base = 0,  -- the run's time when the live clock (re)started
     _live_t0 = clock(),
-    _tape = opts.tape,
     _offline_id = 0, -- ids of candidates a replay has no record of (negative)
-    _opts = opts,
     _entries = {},
     _seen = {},      -- candidate key -> entry
     _by_id = {},     -- candidate id -> entry
@@ -268,6 +271,7 @@ function M.new(opts)
     _dup_batches = 0,
     _fatal = nil,    -- a verdict that means no evaluation can succeed here
   }, Ctx)
+  private[ctx] = {opts = opts, tape = opts.tape}
   local tape = opts.tape
   if tape then
     tape:on_live(function(t)
@@ -284,9 +288,15 @@ end
 -- The run's time in seconds: live, since the run started (across resumes); replaying, the
 -- time of the last journal entry read back.
 function Ctx:_now()
-  local tape = self._tape
+  local tape = private[self].tape
   if tape and tape.mode ~= "live" then return tape.t end
   return self._time_base + (self._clock() - self._live_t0)
+end
+
+-- The run's limits as they stand: {max_evals=, time_s=, max_tokens=} (nil: unlimited).
+function Ctx:limits()
+  local o = private[self].opts
+  return {max_evals = o.max_evals, time_s = o.time_s, max_tokens = o.max_tokens}
 end
 
 function Ctx:elapsed()
@@ -294,11 +304,11 @@ function Ctx:elapsed()
 end
 
 function Ctx:_live()
-  return self._tape == nil or self._tape:live()
+  return private[self].tape == nil or private[self].tape:live()
 end
 
 function Ctx:budget_left()
-  local o = self._opts
+  local o = private[self].opts
   local left = {}
   if o.max_evals then left.evals = math.max(0, o.max_evals - self.evals) end
   if o.time_s then left.seconds = math.max(0, o.time_s - self:elapsed()) end
@@ -332,8 +342,8 @@ end
 -- every time; the others (Ctrl-C, the clock) are tested live and recorded in the journal,
 -- and read back from it when replaying.
 function Ctx:_check_stop(what)
-  local o = self._opts
-  local tape = self._tape
+  local o = private[self].opts
+  local tape = private[self].tape
   local replaying = tape and not tape:live()
   if replaying then
     local s = tape:take_stop()
@@ -435,13 +445,13 @@ end
 -- Evaluates the batch live; with an archive, records its candidates, evaluations and journal
 -- entry in one transaction (a kill leaves all of them or none). Returns ids, results.
 function Ctx:_evaluate_live(todo, request)
-  local fault = self._opts.fault or function() end
-  local raw = self._opts.evaluator.evaluate_many(todo)
+  local fault = private[self].opts.fault or function() end
+  local raw = private[self].opts.evaluator.evaluate_many(todo)
   fault("evaluated")
   local results, texts = {}, {}
   for j = 1, #todo do results[j], texts[j] = as_recorded(raw[j]) end
   local ids = {}
-  local db = self._opts.archive
+  local db = private[self].opts.archive
   if not db then
     for j = 1, #todo do
       self._next_id = self._next_id + 1
@@ -461,8 +471,8 @@ function Ctx:_evaluate_live(todo, request)
       assert(db:eval_add{candidate = ids[j], stage = r.stage or "done", verdict = r.verdict or "error",
                          ok = r.ok and true or false, result = texts[j]})
     end
-    if self._tape then
-      self._tape:record("evaluate", request, {ids = ids, results = results, t = self:_now()})
+    if private[self].tape then
+      private[self].tape:record("evaluate", request, {ids = ids, results = results, t = self:_now()})
     end
     assert(db:commit())
   end)
@@ -480,7 +490,7 @@ function Ctx:_evaluate_recorded(todo, request)
   local items = eval_items(todo)
   local keys = {}
   for j, it in ipairs(items) do keys[j] = journal.item_key(it) end
-  local resp = self._tape:take("evaluate", request, keys) or {}
+  local resp = private[self].tape:take("evaluate", request, keys) or {}
   local ids, results = {}, {}
   for j = 1, #todo do
     ids[j] = resp.ids and resp.ids[j]
@@ -529,7 +539,7 @@ function Ctx:evaluate(cands)
     return out
   end
   self._dup_batches = 0
-  local tape = self._tape
+  local tape = private[self].tape
   local request = tape and journal.canonical({cands = eval_items(todo)})
   local ids, results
   if tape and not tape:live() then
@@ -557,14 +567,14 @@ function Ctx:evaluate(cands)
     end
   end
   for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
-  if self._opts.on_progress and self:_live() then self._opts.on_progress(self) end
+  if private[self].opts.on_progress and self:_live() then private[self].opts.on_progress(self) end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
   if truncated then self:_check_stop("evaluate") end
   return out
 end
 
 function Ctx:propose(parent, feedback, n)
-  local p = self._opts.proposer
+  local p = private[self].opts.proposer
   if not p then return nil end
   n = n or 1
   if math.type(n) ~= "integer" or n < 1 then error("ctx:propose: n must be a positive integer", 2) end
@@ -584,14 +594,14 @@ function Ctx:propose(parent, feedback, n)
                      seed = cand.seed}
   end
   self.proposals = self.proposals + #out
-  if self._opts.on_progress and self:_live() then self._opts.on_progress(self) end
+  if private[self].opts.on_progress and self:_live() then private[self].opts.on_progress(self) end
   return out
 end
 
 -- The proposer's answer (candidates, tokens): asked live and recorded, or read back. A stop
 -- the proposer raises (the LLM's token budget) is recorded as the answer too.
 function Ctx:_propose(p, cand, entry, feedback, n)
-  local tape = self._tape
+  local tape = private[self].tape
   if not tape then return p.propose(cand, entry, feedback, n, self.task) end
   local request = journal.canonical({
     parent = cand and {id = cand.id, lang = cand.lang, src = journal.digest(cand.source),
@@ -621,13 +631,13 @@ function Ctx:_propose(p, cand, entry, feedback, n)
   end
   local resp = json.decode(json.encode({cands = json.array(list), tokens = used or 0,
                                         llm_id = p.llm_id and p.llm_id() or nil, t = self:_now()}))
-  if self._opts.fault then self._opts.fault("proposed") end
+  if private[self].opts.fault then private[self].opts.fault("proposed") end
   tape:record("propose", request, resp)
   return resp.cands, resp.tokens
 end
 
 function Ctx:_log_offline(msg)
-  if self._opts.on_offline then self._opts.on_offline(msg) else self:log("replay: %s", msg) end
+  if private[self].opts.on_offline then private[self].opts.on_offline(msg) else self:log("replay: %s", msg) end
 end
 
 function Ctx:history()
@@ -657,7 +667,7 @@ end
 
 function Ctx:log(fmt, ...)
   local line = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
-  if self._opts.on_log then self._opts.on_log(line) else require("kevo").log("%s", line) end
+  if private[self].opts.on_log then private[self].opts.on_log(line) else require("kevo").log("%s", line) end
 end
 
 -- The knob space of a seed, an entry or a candidate. A candidate derived from a seed (tuned or

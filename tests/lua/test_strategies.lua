@@ -162,14 +162,15 @@ do
   local asked = {}
   local written = [[extern "C" __global__ void k(float *x) {}
 /* kevo-model: speed=1.2 */]]
+  local proposer = {propose = function(parent, entry, feedback, n)
+    asked[#asked + 1] = {parent = parent, entry = entry, n = n}
+    local out = {}
+    for i = 1, n do out[i] = {lang = "cuda", source = written .. string.rep("\n", i + #asked)} end
+    return out, 10
+  end}
   local ctx = search.new{
     task = {name = "imported"}, seeds = {}, seed = 3, evaluator = search.model_evaluator(model, {}),
-    proposer = {propose = function(parent, entry, feedback, n)
-      asked[#asked + 1] = {parent = parent, entry = entry, n = n}
-      local out = {}
-      for i = 1, n do out[i] = {lang = "cuda", source = written .. string.rep("\n", i + #asked)} end
-      return out, 10
-    end},
+    proposer = proposer,
     max_evals = 6, clock = os.clock, on_log = function() end,
   }
   local first = ctx:seed_candidates()
@@ -182,7 +183,7 @@ do
   for _, name in ipairs{"beam", "uct", "evolve"} do
     asked = {}
     ctx = search.new{task = {name = "imported"}, seeds = {}, seed = 3,
-                     evaluator = search.model_evaluator(model, {}), proposer = ctx._opts.proposer,
+                     evaluator = search.model_evaluator(model, {}), proposer = proposer,
                      max_evals = 6, clock = os.clock, on_log = function() end}
     ok, e = pcall(assert(strategy.load(name)).run, ctx, {})
     assert(ok or search.is_stop(e), name .. ": " .. tostring(e))
@@ -196,4 +197,27 @@ end
 -- misuse raises, naming the problem
 assert(not pcall(new_ctx().evaluate, new_ctx(), {{lang = "fortran", source = "x"}}))
 assert(select(3, strategy.load("nonesuch")) == "E_ARG")
+print("strategies ok")
+
+-- a strategy holds the context: nothing the host handed it (evaluator, archive, proposer) may be
+-- reachable from there, or a sandboxed strategy could write the archive or spend the LLM budget
+do
+  local secret_eval, secret_archive = search.model_evaluator(model, {}), {}
+  local secret_proposer = {propose = function() return {}, 0 end}
+  local c = search.new{task = {name = "t"}, seeds = {}, evaluator = secret_eval,
+                       archive = secret_archive, proposer = secret_proposer}
+  local seen = {}
+  local function walk(v, depth)
+    if type(v) ~= "table" or seen[v] or depth > 6 then return end
+    seen[v] = true
+    assert(v ~= secret_eval and v ~= secret_archive and v ~= secret_proposer,
+           "a strategy can reach the host's objects through its context")
+    for k, x in pairs(v) do
+      walk(k, depth + 1)
+      walk(x, depth + 1)
+    end
+    walk(getmetatable(v), depth + 1)
+  end
+  walk(c, 0)
+end
 print("strategies ok")
