@@ -1,0 +1,499 @@
+-- kevo.run: the driver behind `kevo run` (runtime/cmd_run.c calls main(args, host)).
+--
+-- It parses the command line, loads the recipe, opens the archive and creates the run row,
+-- loads the strategy (a built-in name, a file, or a composition a+b), builds the search context
+-- (kevo.search) with the evaluator and the LLM, runs the strategy under the budgets, draws the
+-- progress line, and ends with the summary and the best kernel written to a file.
+--
+-- `host` holds the privileged services cmd_run.c gives this driver only (read_file,
+-- write_file, progress, clear_progress, interrupted, getenv, started, tty). The strategy runs in
+-- the same sandboxed state but never sees host: it lives in locals here.
+local json = require "kevo.json"
+local kevo = require "kevo"
+local search = require "kevo.search"
+local strategy = require "kevo.strategy"
+
+local M = {}
+
+local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+local USAGE = "usage: kevo run RECIPE [--strategy NAME|FILE] [--llm PROVIDER:MODEL] " ..
+              "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
+              "[--seed N] [--db PATH] [--arch sm_XX] [--out DIR] (see kevo run --help)"
+
+local Usage = {}
+local function usage_error(fmt, ...)
+  error(setmetatable({message = string.format(fmt, ...)}, Usage), 0)
+end
+
+-- "90", "90s", "20m", "1h30m", "1.5h" -> seconds
+function M.parse_duration(s)
+  if type(s) ~= "string" or s == "" then return nil end
+  local total, rest = 0, s
+  if rest:match("^%d+%.?%d*$") then return tonumber(rest) end
+  while rest ~= "" do
+    local num, unit, after = rest:match("^(%d+%.?%d*)([hms])(.*)$")
+    if not num then return nil end
+    total = total + tonumber(num) * ({h = 3600, m = 60, s = 1})[unit]
+    rest = after
+  end
+  return total
+end
+
+local function parse_value(v)
+  if v == "true" then return true elseif v == "false" then return false end
+  return math.tointeger(tonumber(v)) or tonumber(v) or v
+end
+
+local function positive_int(flag, v)
+  local n = math.tointeger(tonumber(v))
+  if not n or n < 1 then usage_error("%s takes a positive integer, got '%s'", flag, tostring(v)) end
+  return n
+end
+
+-- Parses argv (a list) into a config table; raises a Usage error on bad usage.
+function M.parse_args(argv)
+  local cfg = {sets = {}, seed = 1}
+  local takes = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
+                 ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
+                 ["--db"] = true, ["--arch"] = true, ["--out"] = true}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    local flag, val = a:match("^(%-%-[%w-]+)=(.*)$")
+    if not flag then flag = a end
+    if flag:sub(1, 2) == "--" then
+      if not takes[flag] then usage_error("unknown option '%s'", flag) end
+      if not val then
+        i = i + 1
+        val = argv[i]
+        if val == nil then usage_error("%s needs a value", flag) end
+      end
+      if flag == "--strategy" then cfg.strategy = val
+      elseif flag == "--llm" then
+        local provider, model = val:match("^([%w_.-]+):(.+)$")
+        if not provider then usage_error("--llm takes PROVIDER:MODEL, got '%s'", val) end
+        cfg.llm = {provider = provider, model = model}
+      elseif flag == "--budget-tokens" then cfg.max_tokens = positive_int(flag, val)
+      elseif flag == "--max-evals" then cfg.max_evals = positive_int(flag, val)
+      elseif flag == "--time" then
+        cfg.time_s = M.parse_duration(val)
+        if not cfg.time_s or cfg.time_s <= 0 then
+          usage_error("--time takes a duration such as 90s, 20m or 1h30m, got '%s'", val)
+        end
+      elseif flag == "--set" then
+        local k, v = val:match("^([%w_.:]+)=(.*)$")
+        if not k then usage_error("--set takes KEY=VALUE, got '%s'", val) end
+        cfg.sets[#cfg.sets + 1] = {key = k, value = parse_value(v)}
+      elseif flag == "--seed" then
+        cfg.seed = math.tointeger(tonumber(val))
+        if not cfg.seed or cfg.seed < 0 then usage_error("--seed takes a non-negative integer") end
+      elseif flag == "--db" then cfg.db = val
+      elseif flag == "--arch" then
+        if not val:match("^sm_%d+a?$") then usage_error("--arch takes sm_XX, got '%s'", val) end
+        cfg.arch = val
+      elseif flag == "--out" then cfg.out = val
+      end
+    elseif cfg.recipe then
+      usage_error("one recipe expected, got '%s' and '%s'", cfg.recipe, a)
+    else
+      cfg.recipe = a
+    end
+    i = i + 1
+  end
+  if not cfg.recipe then usage_error("a recipe is required") end
+  return cfg
+end
+
+-- The strategy for --strategy: a built-in name, a .lua file, or parts joined by '+'.
+-- Returns the strategy and the per-part option tables.
+local function load_strategy(spec, sets, host)
+  local parts = {}
+  for p in spec:gmatch("[^+]+") do parts[#parts + 1] = p end
+  if #parts == 0 then usage_error("--strategy is empty") end
+  local loaded = {}
+  for i, p in ipairs(parts) do
+    local s, msg
+    if p:find("/") or p:match("%.lua$") then
+      local text, err = host.read_file(p)
+      if not text then usage_error("--strategy %s: %s", p, err) end
+      s, msg = strategy.from_source(text, "@" .. p)
+    else
+      s, msg = strategy.load(p)
+    end
+    if not s then usage_error("--strategy %s: %s", p, msg) end
+    loaded[i] = {strategy = s, opts = {}}
+  end
+  -- --set KEY=V applies to every part; --set NAME.KEY=V to the part called NAME
+  for _, set in ipairs(sets) do
+    local target, key = set.key:match("^([^.]+)%.(.+)$")
+    local hit = false
+    for _, part in ipairs(loaded) do
+      if not target or target == part.strategy.name then
+        local k = key or set.key
+        local allowed = part.strategy.options
+        if allowed and not target and #loaded > 1 then
+          local known = false
+          for _, a in ipairs(allowed) do known = known or a == k end
+          if known then part.opts[k] = set.value; hit = true end
+        else
+          if allowed then
+            local known = false
+            for _, a in ipairs(allowed) do known = known or a == k end
+            if not known then
+              usage_error("--set %s: %s has no option '%s' (options: %s)", set.key,
+                          part.strategy.name, k, table.concat(allowed, ", "))
+            end
+          end
+          part.opts[k] = set.value
+          hit = true
+        end
+      end
+    end
+    if not hit then usage_error("--set %s: no strategy part takes it", set.key) end
+  end
+  if #loaded == 1 then return loaded[1].strategy, loaded[1].opts end
+  return strategy.compose(loaded), {}
+end
+
+-- Seeds for the context from the loaded recipe: source text read when the loader gave a path.
+local function task_seeds(task, host)
+  local seeds = {}
+  for i, s in ipairs(task.seeds or {}) do
+    local source = s.source
+    if not source and s.file then
+      local err
+      source, err = host.read_file(s.file)
+      if not source then usage_error("seed %d: %s", i, err) end
+    end
+    -- the loader gives space = {NAME = {values}} and knobs = {names in file order}
+    local space = s.space
+    if type(s.knobs) == "table" and type(s.space) == "table" and type(s.knobs[1]) == "string" then
+      space = {}
+      for j, name in ipairs(s.knobs) do space[j] = {name = name, values = s.space[name]} end
+    end
+    seeds[i] = {lang = s.lang, source = source, launch = s.launch, file = s.file, space = space}
+  end
+  return seeds
+end
+
+local function load_task(spec, host)
+  local ok, recipe = pcall(function() return require "kevo.recipe" end)
+  if not ok then usage_error("this build has no recipe loader (kevo.recipe): %s", tostring(recipe)) end
+  local path = spec
+  if recipe.find then
+    local found, msg = recipe.find(spec)
+    if not found then usage_error("%s", msg) end
+    path = found
+  end
+  local task, msg = recipe.load(path)
+  if not task then usage_error("%s", msg) end
+  return task, path
+end
+
+-- The evaluator: the GPU one, or the model named by KEVO_EVALUATOR=model:FILE.
+local function make_evaluator(task, cfg, host)
+  local spec = host.getenv("KEVO_EVALUATOR")
+  if spec and spec ~= "" then
+    local file = spec:match("^model:(.+)$")
+    if not file then usage_error("KEVO_EVALUATOR must be model:FILE, got '%s'", spec) end
+    local text, err = host.read_file(file)
+    if not text then usage_error("KEVO_EVALUATOR: %s", err) end
+    local chunk, lerr = load(text, "@" .. file, "t")
+    if not chunk then usage_error("KEVO_EVALUATOR: %s", lerr) end
+    local okm, model = pcall(chunk)
+    if not okm or type(model) ~= "function" then
+      usage_error("KEVO_EVALUATOR: %s must return a function(candidate, task)", file)
+    end
+    return search.model_evaluator(model, task), "model " .. file
+  end
+  local ok, evaluator = pcall(function() return require "kevo.evaluator" end)
+  if not ok then error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0) end
+  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch}
+  if not ev then
+    if code == "E_NOGPU" then error("verification needs a GPU: " .. tostring(msg), 0) end
+    error(tostring(msg), 0)
+  end
+  return {
+    evaluate_many = function(list)
+      local clean = {}
+      for i, c in ipairs(list) do
+        clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs}
+      end
+      return ev:evaluate_many(clean)
+    end,
+    close = function() if ev.close then ev:close() end end,
+  }, "gpu"
+end
+
+-- The proposer: LLM rewrites through kevo.llm (configured by the host: the sandbox reads no
+-- files), kevo.prompt and kevo.extract.
+local function make_proposer(llm_cfg, ctx_ref)
+  if not llm_cfg then return nil end
+  local llm = require "kevo.llm"
+  local prompt = require "kevo.prompt"
+  local extract = require "kevo.extract"
+  return {
+    propose = function(parent, entry, feedback, n, task)
+      local notes = {}
+      if parent.knobs and next(parent.knobs) then
+        notes[#notes + 1] = "It was compiled with these knob values (-D defines for CUDA, " ..
+          "constexpr arguments for Triton): " .. search.knobs_key(parent.knobs) ..
+          ". Keep a knob's name if your kernel still uses it."
+      end
+      if feedback and (not entry or feedback ~= entry.feedback) then notes[#notes + 1] = feedback end
+      local messages = prompt.messages{
+        task = task, lang = parent.lang,
+        best = {source = parent.source, launch = parent.launch, result = entry},
+        notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
+      local replies, msg, code = llm.generate{messages = messages, n = n}
+      if not replies then
+        if code == "E_BUDGET" then search.stop("tokens", msg) end
+        ctx_ref.ctx:log("llm: %s", msg)
+        return {}, 0
+      end
+      local u = replies.usage or {}
+      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0)
+      local out = {}
+      for _, r in ipairs(replies) do
+        local cands, why = extract.candidates(r)
+        local pick
+        for _, c in ipairs(cands or {}) do
+          if not pick and c.lang == parent.lang then pick = c end
+        end
+        pick = pick or (cands and cands[1])
+        if pick then
+          out[#out + 1] = {lang = pick.lang, source = pick.source, launch = pick.launch}
+        else
+          ctx_ref.ctx:log("llm: a reply held no kernel (%s)", tostring(why))
+        end
+      end
+      return out, tokens
+    end,
+  }
+end
+
+local function fmt_elapsed(s)
+  s = math.floor(s)
+  if s >= 3600 then return string.format("%d:%02d:%02d", s // 3600, s % 3600 // 60, s % 60) end
+  return string.format("%d:%02d", s // 60, s % 60)
+end
+
+local function fmt_tokens(n)
+  if n >= 1e6 then return string.format("%.1fM", n / 1e6) end
+  if n >= 1e3 then return string.format("%.1fk", n / 1e3) end
+  return tostring(n)
+end
+
+-- The progress line: evaluations, best speed-up, % of roofline, tokens, elapsed.
+function M.progress_line(ctx, run_id)
+  local ok = 0
+  for _, e in ipairs(ctx._entries) do if e.ok then ok = ok + 1 end end
+  local o = ctx._opts
+  local parts = {string.format("kevo run %s", tostring(run_id)),
+                 string.format("evals %d%s (%d ok)", ctx.evals,
+                               o.max_evals and ("/" .. o.max_evals) or "", ok)}
+  local b = ctx.best
+  if b then
+    local bench = b.bench or {}
+    parts[#parts + 1] = string.format("best %.2fx%s%s", b.score or 0,
+      bench.median_ms and string.format(" %.4g ms", bench.median_ms) or "",
+      bench.roofline_pct and string.format(" %.0f%% roofline", bench.roofline_pct) or "")
+  else
+    parts[#parts + 1] = "best -"
+  end
+  if ctx.llm then
+    parts[#parts + 1] = "tokens " .. fmt_tokens(ctx.tokens) ..
+                        (o.max_tokens and ("/" .. fmt_tokens(o.max_tokens)) or "")
+  end
+  parts[#parts + 1] = fmt_elapsed(ctx:elapsed()) .. (o.time_s and ("/" .. fmt_elapsed(o.time_s)) or "")
+  return table.concat(parts, "  ")
+end
+
+local EXT = {cuda = "cu", triton = "py"}
+
+-- Writes the best kernel (source, launch chunk, provenance); returns the source's path.
+local function write_best(ctx, cfg, run_id, recipe_name, host)
+  local b = ctx.best
+  local dir = (cfg.out or "kevo-out") .. "/" .. tostring(run_id)
+  local c = b.candidate
+  local path = dir .. "/best." .. (EXT[c.lang] or "txt")
+  local src = c.source
+  if c.knobs and next(c.knobs) then
+    src = (c.lang == "cuda" and "// kevo knobs: " or "# kevo knobs: ") .. search.knobs_key(c.knobs) ..
+          "\n" .. src
+  end
+  local ok, err = host.write_file(path, src)
+  if not ok then return nil, err end
+  if c.launch then host.write_file(dir .. "/best.launch.lua", c.launch) end
+  host.write_file(dir .. "/best.json", json.encode({
+    run = run_id, recipe = recipe_name, candidate = b.id, lang = c.lang, knobs = c.knobs,
+    speedup = b.score, median_ms = b.bench and b.bench.median_ms,
+    ref_median_ms = b.bench and b.bench.ref_median_ms,
+    roofline_pct = b.bench and b.bench.roofline_pct, synthetic = b.synthetic or nil,
+  }, {pretty = true}) .. "\n")
+  return path
+end
+
+-- main(argv, host) -> exit code
+function M.main(argv, host)
+  local okp, cfg = pcall(M.parse_args, argv)
+  if not okp then
+    if getmetatable(cfg) == Usage then
+      kevo.log("kevo run: %s\n%s", cfg.message, USAGE)
+      return EXIT_USAGE
+    end
+    error(cfg, 0)
+  end
+  local okr, rc = pcall(M.execute, cfg, host)
+  if okr then return rc end
+  host.clear_progress()
+  if getmetatable(rc) == Usage then
+    kevo.log("kevo run: %s", rc.message)
+    return EXIT_USAGE
+  end
+  -- a failure setting the run up (no evaluator, no GPU, a broken archive): said plainly
+  kevo.log("kevo run: %s", tostring(rc))
+  if M.open_run then
+    local ok, archive = pcall(function() return require "kevo.archive" end)
+    local db = ok and archive.open(M.open_run.db)
+    if db then db:run_finish(M.open_run.id, "failed"); db:close() end
+    M.open_run = nil
+  end
+  return EXIT_FAILED
+end
+
+function M.execute(cfg, host)
+  local task, recipe_path = load_task(cfg.recipe, host)
+  local llm_cfg
+  if host.llm_config_error then usage_error("LLM settings: %s", host.llm_config_error) end
+  if host.llm_config then
+    llm_cfg = json.decode(host.llm_config)
+    if type(llm_cfg) ~= "table" or type(llm_cfg.model) ~= "string" then llm_cfg = nil end
+  end
+  if cfg.llm and not llm_cfg then usage_error("--llm: the LLM settings did not resolve") end
+  local max_tokens = llm_cfg and (cfg.max_tokens or llm_cfg.budget_tokens) or nil
+  local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
+                                     cfg.sets, host)
+  local seeds = task_seeds(task, host)
+  local evaluator, evaluator_name = make_evaluator(task, cfg, host)
+  local archive = require "kevo.archive"
+  local dbpath = cfg.db or archive.default_path()
+  local db, dberr = archive.open(dbpath)
+  if not db then usage_error("archive %s: %s", dbpath, dberr) end
+  local recipe_name = task.name or recipe_path
+  local run_id = assert(db:run_create{
+    recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
+    config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
+                          opts = sopts, max_tokens = max_tokens,
+                          llm = llm_cfg and (llm_cfg.provider .. ":" .. llm_cfg.model) or nil,
+                          max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
+                          evaluator = evaluator_name}),
+  })
+  M.open_run = {db = dbpath, id = run_id}
+  host.started(dbpath, run_id)
+  if llm_cfg then
+    require("kevo.llm").configure{config = llm_cfg, archive = db, run = run_id,
+                                  budget_tokens = max_tokens}
+  end
+
+  local ctx_ref = {}
+  local last_draw = -1
+  local ctx = search.new{
+    task = task, seeds = seeds, evaluator = evaluator, proposer = make_proposer(llm_cfg, ctx_ref),
+    archive = db, run = run_id, seed = cfg.seed, max_evals = cfg.max_evals, time_s = cfg.time_s,
+    max_tokens = max_tokens, interrupted = host.interrupted,
+    on_progress = function(c)
+      local now = c:elapsed()
+      if host.tty and now - last_draw < 0.1 then return end
+      last_draw = now
+      host.progress(M.progress_line(c, run_id))
+    end,
+    on_log = function(line)
+      host.clear_progress()
+      kevo.log("%s", line)
+    end,
+  }
+  ctx_ref.ctx = ctx
+  kevo.log("kevo run %d: %s on %s, %d seed(s), evaluator: %s%s", run_id, strat.name, recipe_name,
+           #seeds, evaluator_name, llm_cfg and (", llm " .. llm_cfg.provider .. ":" .. llm_cfg.model) or "")
+
+  local ok, err = pcall(strat.run, ctx, sopts)
+  if evaluator.close then evaluator.close() end
+  if host.tty then host.clear_progress() end
+  local status, why = "done", nil
+  if not ok then
+    if search.is_stop(err) then
+      why = err
+      if err.reason == "interrupted" then status = "killed" end
+      if err.reason == "no_gpu" then status = "failed" end
+    else
+      status = "failed"
+      kevo.log("kevo run: the strategy failed: %s", tostring(err))
+    end
+  end
+  db:run_finish(run_id, status)
+  M.open_run = nil
+  return M.summary(ctx, {run = run_id, status = status, why = why, strategy = strat.name,
+                         recipe = recipe_name, cfg = cfg, host = host, db = db,
+                         synthetic = evaluator_name ~= "gpu"})
+end
+
+-- Prints the summary on stdout and writes the best kernel; returns the exit code.
+function M.summary(ctx, s)
+  local ok, compiled, failed = 0, 0, {}
+  for _, e in ipairs(ctx._entries) do
+    if e.ok then ok = ok + 1 end
+    if e.stage ~= "compile" then compiled = compiled + 1 end
+    if not e.ok then failed[e.verdict or "error"] = (failed[e.verdict or "error"] or 0) + 1 end
+  end
+  local fails = {}
+  for _, v in ipairs({"compile_error", "launch_error", "wrong", "crash", "timeout", "implausible",
+                      "unwritten", "nondeterministic", "input_modified", "no_gpu", "error"}) do
+    if failed[v] then fails[#fails + 1] = failed[v] .. " " .. v end
+  end
+  print(string.format("run %d %s: %s on %s: %d evaluations, %d verified%s%s, %.1f s%s", s.run,
+    s.status, s.strategy, s.recipe, ctx.evals, ok,
+    #fails > 0 and (" (" .. table.concat(fails, ", ") .. ")") or "",
+    ctx.llm and (", " .. ctx.tokens .. " tokens") or "", ctx:elapsed(),
+    s.why and (" [" .. s.why.reason .. "]") or ""))
+  if s.why and s.why.reason == "no_gpu" then
+    local m = s.why.message or "no GPU"
+    print(m:find("needs a GPU", 1, true) and m or ("verification needs a GPU: " .. m))
+    print(string.format("compiled %d candidate(s) here; run on a GPU host to verify and time them",
+                        compiled))
+  end
+  local b = ctx.best
+  if not b then
+    print("no verified kernel" .. (s.status == "killed" and " (interrupted)" or ""))
+    print(string.format("see the run: kevo show %d", s.run))
+    return EXIT_FAILED
+  end
+  local bench = b.bench or {}
+  print(string.format("best: candidate %d, %.2fx the reference (%.4g ms vs %.4g ms)%s", b.id,
+    b.score or 0, bench.median_ms or 0, bench.ref_median_ms or 0,
+    bench.roofline_pct and string.format(", %.0f%% of roofline", bench.roofline_pct) or ""))
+  if b.candidate.knobs and next(b.candidate.knobs) then
+    print("  knobs: " .. search.knobs_key(b.candidate.knobs))
+  end
+  local path, err = write_best(ctx, s.cfg, s.run, s.recipe, s.host)
+  if path then print("  source: " .. path) else print("  (could not write the source: " .. err .. ")") end
+  print(string.format("  see it: kevo show %d", s.run))
+  if s.synthetic then
+    print("note: timings come from the model evaluator (KEVO_EVALUATOR), not a GPU: synthetic")
+  end
+  return EXIT_OK
+end
+
+-- abandon(argv = {db, run}): marks a run failed after its state broke (called by cmd_run.c).
+function M.abandon(argv)
+  local archive = require "kevo.archive"
+  local db = archive.open(argv[1])
+  if db then
+    db:run_finish(math.tointeger(tonumber(argv[2])), "failed")
+    db:close()
+  end
+  return EXIT_FAILED
+end
+
+return M

@@ -1,0 +1,682 @@
+-- kevo.search: the search context a strategy sees.
+--
+-- A strategy is a Lua file returning {name=, describe=, run=function(ctx, opts)}. It runs in a
+-- sandbox (no io/os/package, strict globals, memory and instruction caps) and talks to the rest
+-- of kevo only through ctx:
+--
+--   ctx.task              the loaded recipe (a table; name, params, seeds, prompt, ...)
+--   ctx.seeds             list of seed sources: {index, lang, source, launch, file, space}, where
+--                         space is an ordered list {{name=, values={...}}, ...} (the knob space)
+--   ctx.best              the best verified result so far (see "entries" below), or nil
+--   ctx.rng               a seeded generator: rng:random() in [0,1), rng:int(m, n), rng:pick(list),
+--                         rng:shuffle(list), rng:fork(label). Never use anything else for choices.
+--   ctx.llm               true when a language model is configured
+--   ctx:evaluate(cands)   evaluates a list of candidates {lang, source, launch, knobs, parent,
+--                         origin} in one batch; returns their entries in order. Records every
+--                         candidate and evaluation in the archive, updates ctx.best, counts toward
+--                         --max-evals. A candidate already evaluated in this run is not evaluated
+--                         again: its earlier entry comes back (free).
+--   ctx:propose(parent, feedback, n)  asks the LLM for n rewrites of parent (an entry or a
+--                         candidate); returns candidates (maybe fewer than n), or nil when no LLM
+--                         is configured.
+--   ctx:history()         every entry so far, in evaluation order (a fresh list)
+--   ctx:top(k)            the k best verified entries, best first, one per distinct candidate
+--   ctx:budget_left()     {evals=, seconds=, tokens=}; nil fields are unlimited
+--   ctx:log(fmt, ...)     one line on stderr (above the progress line)
+--   ctx:knob_space(x)     the knob space of a seed, an entry or a candidate (ordered list)
+--   ctx:seed_candidates() one candidate per seed at its default knobs (the first value of each)
+--   ctx:neighbors(x, k)   up to k new candidates that change one knob of x (an entry or candidate)
+--   ctx:known(c)          true when candidate c was evaluated in this run already
+--   ctx:random_knobs(space)  a random point of a space
+--   ctx:children(entry, n [, feedback])  ctx:propose when an LLM is configured, else neighbors
+--   ctx:candidate(base, knobs, origin)  a candidate: base's source with other knobs, parent base
+--   ctx:with_limits({evals=, seconds=}, fn, ...)  runs fn(...) with a tighter budget; returns
+--                         true when fn ended by itself or spent that budget, and re-raises any
+--                         stop of the whole run
+--
+-- Entries: an evaluation result (docs/architecture.md "Evaluation result": ok, verdict, stage,
+-- message, feedback, compile, verify, bench) plus `id` (the archive's candidate id),
+-- `candidate` (the candidate table, with .id) and `score` (the speed-up over the reference for
+-- a verified entry, else nil).
+--
+-- Stops: when a budget is spent (--max-evals, --time, the token budget, Ctrl-C, or a verdict
+-- that means no evaluation can succeed here, such as no GPU), ctx:evaluate and ctx:propose raise
+-- a stop object. Strategies need no budget code: the run driver catches it and finishes the run.
+-- search.is_stop(err) tells a stop from an error; stop.reason names the budget.
+--
+-- Determinism: a strategy must make the same calls given the same seed and the same results.
+-- Iterate lists, not pairs(); draw from ctx.rng only.
+local json = require "kevo.json"
+
+local M = {}
+
+---------------------------------------------------------------------------------------------
+-- Stops
+local Stop = {}
+Stop.__index = Stop
+Stop.__tostring = function(s)
+  return "search stopped: " .. s.reason .. (s.message and (": " .. s.message) or "")
+end
+
+-- Reasons that end the whole run (others end only the current phase or strategy part).
+local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = true}
+
+local function stop(reason, message)
+  error(setmetatable({reason = reason, message = message}, Stop), 0)
+end
+
+function M.is_stop(e)
+  return getmetatable(e) == Stop
+end
+
+function M.is_global_stop(e)
+  return M.is_stop(e) and GLOBAL_STOP[e.reason] == true
+end
+
+M.stop = stop
+
+---------------------------------------------------------------------------------------------
+-- A seeded generator (xoshiro256**, seeded by splitmix64): independent of math.random, so the
+-- driver and the strategy draw from their own streams and a run replays exactly.
+local Rng = {}
+Rng.__index = Rng
+
+local function rotl(x, k)
+  return (x << k) | (x >> (64 - k))
+end
+
+local function splitmix(state)
+  state = state + 0x9e3779b97f4a7c15
+  local z = state
+  z = (z ~ (z >> 30)) * 0xbf58476d1ce4e5b9
+  z = (z ~ (z >> 27)) * 0x94d049bb133111eb
+  return state, z ~ (z >> 31)
+end
+
+local function str_hash(s)
+  local h = 0xcbf29ce484222325 -- FNV-1a
+  for i = 1, #s do h = (h ~ s:byte(i)) * 0x100000001b3 end
+  return h
+end
+
+function M.rng(seed)
+  local x = math.tointeger(seed) or str_hash(tostring(seed))
+  local s = {}
+  for i = 1, 4 do x, s[i] = splitmix(x) end
+  return setmetatable({s = s, seed = seed}, Rng)
+end
+
+function Rng:next64()
+  local s = self.s
+  local result = rotl(s[2] * 5, 7) * 9
+  local t = s[2] << 17
+  s[3] = s[3] ~ s[1]
+  s[4] = s[4] ~ s[2]
+  s[2] = s[2] ~ s[3]
+  s[1] = s[1] ~ s[4]
+  s[3] = s[3] ~ t
+  s[4] = rotl(s[4], 45)
+  return result
+end
+
+-- A float in [0, 1).
+function Rng:random()
+  return (self:next64() >> 11) * (1.0 / 9007199254740992.0)
+end
+
+-- An integer in [m, n].
+function Rng:int(m, n)
+  if n < m then error("rng:int: empty interval [" .. m .. ", " .. n .. "]", 2) end
+  return m + math.floor(self:random() * (n - m + 1))
+end
+
+function Rng:pick(list)
+  if #list == 0 then return nil end
+  return list[self:int(1, #list)]
+end
+
+-- Shuffles list in place (Fisher-Yates) and returns it.
+function Rng:shuffle(list)
+  for i = #list, 2, -1 do
+    local j = self:int(1, i)
+    list[i], list[j] = list[j], list[i]
+  end
+  return list
+end
+
+-- A new generator derived from this one's seed and a label: parts of a composed search get
+-- their own streams, so adding a part does not shift another's draws.
+function Rng:fork(label)
+  return M.rng(str_hash(tostring(self.seed) .. "/" .. tostring(label)))
+end
+
+---------------------------------------------------------------------------------------------
+-- Knobs
+
+-- A knob value as written in a recipe ("256", "true") becomes a number or boolean.
+local function knob_value(v)
+  if type(v) ~= "string" then return v end
+  if v == "true" then return true end
+  if v == "false" then return false end
+  return math.tointeger(tonumber(v)) or tonumber(v) or v
+end
+M.knob_value = knob_value
+
+-- Normalizes a space given as an ordered list {{name=, values=}} or a map {NAME = {values}}
+-- (sorted by name) into the ordered list form.
+function M.normalize_space(space)
+  local out = {}
+  if not space then return out end
+  if space[1] ~= nil or next(space) == nil then
+    for _, k in ipairs(space) do
+      local vals = {}
+      for i, v in ipairs(k.values) do vals[i] = knob_value(v) end
+      out[#out + 1] = {name = k.name, values = vals}
+    end
+  else
+    local names = {}
+    for name in pairs(space) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local vals = {}
+      for i, v in ipairs(space[name]) do vals[i] = knob_value(v) end
+      out[#out + 1] = {name = name, values = vals}
+    end
+  end
+  return out
+end
+
+-- Canonical text of a knob assignment (sorted by name), for identity and display.
+local function knobs_key(knobs)
+  if not knobs then return "" end
+  local names = {}
+  for k in pairs(knobs) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for i, k in ipairs(names) do parts[i] = k .. "=" .. tostring(knobs[k]) end
+  return table.concat(parts, ",")
+end
+M.knobs_key = knobs_key
+
+local function copy(t)
+  local o = {}
+  for k, v in pairs(t or {}) do o[k] = v end
+  return o
+end
+
+local function candidate_key(c)
+  return table.concat({c.lang, c.source, c.launch or "", knobs_key(c.knobs)}, "\0")
+end
+
+---------------------------------------------------------------------------------------------
+-- The context
+local Ctx = {}
+Ctx.__index = Ctx
+
+--[[ search.new(opts) -> ctx. Used by the run driver (kevo.run), tests and the walkthrough.
+  opts.task       the recipe table
+  opts.seeds      list of {lang, source, launch, file, space}
+  opts.evaluator  {evaluate_many = function(list of candidates) -> list of results}
+  opts.proposer   nil, or {propose = function(parent_candidate, parent_entry, feedback, n, task)
+                  -> candidates, tokens_used}
+  opts.archive    nil, or an open kevo.archive handle; opts.run: the run id
+  opts.seed       the run's seed; opts.max_evals, opts.time_s, opts.max_tokens: budgets
+  opts.clock      function() -> seconds (monotonic); opts.interrupted: function() -> bool
+  opts.on_progress(ctx), opts.on_log(line): display hooks ]]
+function M.new(opts)
+  assert(type(opts) == "table", "search.new: options table expected")
+  assert(opts.evaluator, "search.new: evaluator required")
+  local clock = opts.clock or require("kevo").clock
+  local seeds = {}
+  for i, s in ipairs(opts.seeds or {}) do
+    seeds[i] = {index = i, lang = s.lang, source = s.source, launch = s.launch, file = s.file,
+                space = M.normalize_space(s.space)}
+  end
+  local ctx = setmetatable({
+    task = opts.task or {},
+    seeds = seeds,
+    best = nil,
+    rng = M.rng(opts.seed or 1),
+    llm = opts.proposer ~= nil,
+    run = opts.run,
+    evals = 0,       -- evaluations made (duplicates not counted)
+    tokens = 0,      -- LLM tokens spent
+    proposals = 0,   -- candidates the LLM returned
+    started = clock(),
+    _clock = clock,
+    _opts = opts,
+    _entries = {},
+    _seen = {},      -- candidate key -> entry
+    _by_id = {},     -- candidate id -> entry
+    _next_id = 0,    -- ids when there is no archive
+    _phase = nil,    -- {evals_end=, deadline=} set by with_limits
+    _dup_batches = 0,
+    _fatal = nil,    -- a verdict that means no evaluation can succeed here
+  }, Ctx)
+  return ctx
+end
+
+function Ctx:elapsed()
+  return self._clock() - self.started
+end
+
+function Ctx:budget_left()
+  local o = self._opts
+  local left = {}
+  if o.max_evals then left.evals = math.max(0, o.max_evals - self.evals) end
+  if o.time_s then left.seconds = math.max(0, o.time_s - self:elapsed()) end
+  if o.max_tokens then left.tokens = math.max(0, o.max_tokens - self.tokens) end
+  local p = self._phase
+  if p then
+    if p.evals_end then
+      local e = math.max(0, p.evals_end - self.evals)
+      left.evals = left.evals and math.min(left.evals, e) or e
+    end
+    if p.deadline then
+      local s = math.max(0, p.deadline - self._clock())
+      left.seconds = left.seconds and math.min(left.seconds, s) or s
+    end
+  end
+  return left
+end
+
+-- Raises the stop that applies now, if any. `what` is "evaluate" or "propose".
+function Ctx:_check_stop(what)
+  local o = self._opts
+  if o.interrupted and o.interrupted() then stop("interrupted", "Ctrl-C") end
+  if self._fatal then stop(self._fatal.reason, self._fatal.message) end
+  if o.max_evals and self.evals >= o.max_evals then
+    stop("evals", "--max-evals " .. o.max_evals .. " reached")
+  end
+  if o.time_s and self:elapsed() >= o.time_s then stop("time", "--time budget spent") end
+  local p = self._phase
+  if p and p.evals_end and self.evals >= p.evals_end then stop("phase", "phase evaluations") end
+  if p and p.deadline and self._clock() >= p.deadline then stop("phase", "phase time") end
+  if what == "propose" and o.max_tokens and self.tokens >= o.max_tokens then
+    stop("tokens", "token budget " .. o.max_tokens .. " spent")
+  end
+end
+
+local function check_candidate(c, i)
+  if type(c) ~= "table" then error("ctx:evaluate: candidate " .. i .. " is not a table", 3) end
+  if type(c.source) ~= "string" then
+    error("ctx:evaluate: candidate " .. i .. ": source must be a string", 3)
+  end
+  if c.lang ~= "cuda" and c.lang ~= "triton" then
+    error("ctx:evaluate: candidate " .. i .. ": lang must be 'cuda' or 'triton'", 3)
+  end
+  if c.launch ~= nil and type(c.launch) ~= "string" then
+    error("ctx:evaluate: candidate " .. i .. ": launch must be a string (a Lua chunk)", 3)
+  end
+  if c.knobs ~= nil and type(c.knobs) ~= "table" then
+    error("ctx:evaluate: candidate " .. i .. ": knobs must be a table", 3)
+  end
+end
+
+local function parent_id(p)
+  if p == nil then return nil end
+  if type(p) == "number" then return p end
+  if type(p) == "table" then return p.id or (p.candidate and p.candidate.id) end
+  return nil
+end
+
+local function score_of(r)
+  if not r.ok then return nil end
+  local b = r.bench
+  if b and b.speedup then return b.speedup end
+  if b and b.median_ms and b.median_ms > 0 then return 1 / b.median_ms end
+  return 0
+end
+
+-- Verdicts after which no other candidate can do better on this machine.
+local FATAL_VERDICT = {no_gpu = "no_gpu"}
+
+-- Records one candidate (and, later, its evaluation) in the archive; returns its id.
+function Ctx:_record_candidate(c)
+  local db = self._opts.archive
+  if not db then
+    self._next_id = self._next_id + 1
+    return self._next_id
+  end
+  local id = assert(db:candidate_add{
+    run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
+    source = c.source, launch = c.launch, knobs = json.encode(c.knobs or {}),
+  })
+  return id
+end
+
+function Ctx:_record_eval(entry, result_json)
+  local db = self._opts.archive
+  if not db then return end
+  assert(db:eval_add{candidate = entry.id, stage = entry.stage or "done",
+                     verdict = entry.verdict or "error", ok = entry.ok and true or false,
+                     result = result_json})
+end
+
+function Ctx:evaluate(cands)
+  if type(cands) ~= "table" then error("ctx:evaluate: a list of candidates expected", 2) end
+  if cands.source then cands = {cands} end -- one candidate given bare
+  for i, c in ipairs(cands) do check_candidate(c, i) end
+  self:_check_stop("evaluate")
+  if #cands == 0 then return {} end
+  local left = self:budget_left().evals
+  local out, todo, todo_pos, truncated = {}, {}, {}, false
+  local batch_keys = {}
+  for i, c in ipairs(cands) do
+    local key = candidate_key(c)
+    local prev = self._seen[key]
+    if prev then
+      out[i] = prev
+    elseif batch_keys[key] then
+      todo_pos[#todo_pos + 1] = {i, batch_keys[key]}
+    elseif left and #todo >= left then
+      truncated = true
+    else
+      local cand = {lang = c.lang, source = c.source, launch = c.launch, knobs = copy(c.knobs),
+                    parent = parent_id(c.parent), origin = c.origin or "unknown",
+                    seed = c.seed or (type(c.parent) == "table" and
+                           (c.parent.seed or (c.parent.candidate and c.parent.candidate.seed)))}
+      todo[#todo + 1] = cand
+      batch_keys[key] = #todo
+      todo_pos[#todo_pos + 1] = {i, #todo}
+    end
+  end
+  if #todo == 0 then
+    -- Only duplicates: free, but a strategy that keeps asking for known points is stuck.
+    self._dup_batches = self._dup_batches + 1
+    if self._dup_batches >= 50 then stop("stall", "50 batches in a row held no new candidate") end
+    return out
+  end
+  self._dup_batches = 0
+  for _, cand in ipairs(todo) do cand.id = self:_record_candidate(cand) end
+  local results = self._opts.evaluator.evaluate_many(todo)
+  local entries = {}
+  for j, cand in ipairs(todo) do
+    local r = results[j]
+    if type(r) ~= "table" then
+      r = {ok = false, verdict = "error", stage = "compile",
+           message = "evaluator returned no result for this candidate"}
+    end
+    local ok, text = pcall(json.encode, r)
+    self:_record_eval({id = cand.id, stage = r.stage, verdict = r.verdict, ok = r.ok},
+                      ok and text or json.encode({verdict = r.verdict, message = r.message}))
+    local entry = r
+    entry.id, entry.candidate, entry.ok = cand.id, cand, r.ok and true or false
+    entry.score = score_of(entry)
+    entry.n = #self._entries + 1
+    self._entries[#self._entries + 1] = entry
+    self._seen[candidate_key(cand)] = entry
+    self._by_id[cand.id] = entry
+    entries[j] = entry
+    self.evals = self.evals + 1
+    if entry.ok and (not self.best or entry.score > self.best.score) then self.best = entry end
+    local fatal = FATAL_VERDICT[entry.verdict]
+    if fatal and not self._fatal then
+      self._fatal = {reason = fatal, message = entry.message or entry.verdict}
+    end
+  end
+  for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
+  if self._opts.on_progress then self._opts.on_progress(self) end
+  if self._fatal then stop(self._fatal.reason, self._fatal.message) end
+  if truncated then self:_check_stop("evaluate") end
+  return out
+end
+
+function Ctx:propose(parent, feedback, n)
+  local p = self._opts.proposer
+  if not p then return nil end
+  n = n or 1
+  if math.type(n) ~= "integer" or n < 1 then error("ctx:propose: n must be a positive integer", 2) end
+  local entry = parent and parent.candidate and parent or nil
+  local cand = entry and entry.candidate or parent
+  if type(cand) ~= "table" or type(cand.source) ~= "string" then
+    error("ctx:propose: parent must be an entry or a candidate", 2)
+  end
+  self:_check_stop("propose")
+  local cands, used = p.propose(cand, entry, feedback, n, self.task)
+  self.tokens = self.tokens + (used or 0)
+  local out = {}
+  for _, c in ipairs(cands or {}) do
+    out[#out + 1] = {lang = c.lang or cand.lang, source = c.source, launch = c.launch or cand.launch,
+                     knobs = c.knobs or copy(cand.knobs), parent = cand.id, origin = "llm",
+                     seed = cand.seed}
+  end
+  self.proposals = self.proposals + #out
+  if self._opts.on_progress then self._opts.on_progress(self) end
+  return out
+end
+
+function Ctx:history()
+  local o = {}
+  for i, e in ipairs(self._entries) do o[i] = e end
+  return o
+end
+
+-- Sort order for entries: higher score first, then earlier evaluation (stable, deterministic).
+function M.better(a, b)
+  if a.score ~= b.score then return (a.score or -math.huge) > (b.score or -math.huge) end
+  return a.n < b.n
+end
+
+function Ctx:top(k, entries)
+  local ok = {}
+  for _, e in ipairs(entries or self._entries) do if e.ok then ok[#ok + 1] = e end end
+  table.sort(ok, M.better)
+  local o = {}
+  for i = 1, math.min(k or #ok, #ok) do o[i] = ok[i] end
+  return o
+end
+
+function Ctx:entry(id)
+  return self._by_id[id]
+end
+
+function Ctx:log(fmt, ...)
+  local line = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
+  if self._opts.on_log then self._opts.on_log(line) else require("kevo").log("%s", line) end
+end
+
+-- The knob space of a seed, an entry or a candidate. A candidate derived from a seed (tuned or
+-- rewritten) keeps the seed's knobs whose names still appear in its source.
+function Ctx:knob_space(x)
+  if type(x) ~= "table" then error("ctx:knob_space: a seed, entry or candidate expected", 2) end
+  if x.space then return x.space end
+  local c = x.candidate or x
+  local seed = c.seed and self.seeds[c.seed]
+  if not seed then return {} end
+  local out = {}
+  for _, k in ipairs(seed.space) do
+    if c.source:find("%f[%w_]" .. k.name .. "%f[^%w_]") then out[#out + 1] = k end
+  end
+  return out
+end
+
+function Ctx:space_size(space)
+  local n = 1
+  for _, k in ipairs(space) do n = n * #k.values end
+  return n
+end
+
+-- A candidate from a base (a seed, an entry or a candidate) with the given knobs.
+function Ctx:candidate(base, knobs, origin)
+  local c = base.candidate or base
+  local merged = copy(c.knobs)
+  for k, v in pairs(knobs or {}) do merged[k] = v end
+  return {lang = c.lang, source = c.source, launch = c.launch, knobs = merged,
+          parent = c.id, origin = origin or "tune", seed = c.seed or base.index}
+end
+
+function Ctx:default_knobs(space)
+  local k = {}
+  for _, knob in ipairs(space) do k[knob.name] = knob.values[1] end
+  return k
+end
+
+function Ctx:random_knobs(space, rng)
+  rng = rng or self.rng
+  local k = {}
+  for _, knob in ipairs(space) do k[knob.name] = rng:pick(knob.values) end
+  return k
+end
+
+function Ctx:seed_candidates()
+  local out = {}
+  for i, s in ipairs(self.seeds) do
+    out[i] = self:candidate(s, self:default_knobs(s.space), "seed")
+  end
+  return out
+end
+
+local function index_of(list, v)
+  for i, x in ipairs(list) do if x == v then return i end end
+  return nil
+end
+
+-- True when this candidate was evaluated in this run already.
+function Ctx:known(c)
+  return self._seen[candidate_key(c)] ~= nil
+end
+
+-- Up to k distinct, not yet evaluated candidates that each change one knob of x to another value (a step of one
+-- place in the knob's list when possible, else any value).
+function Ctx:neighbors(x, k, rng)
+  rng = rng or self.rng
+  local c = x.candidate or x
+  local space = self:knob_space(x)
+  local near, far = {}, {} -- built in space order, then shuffled: deterministic given rng
+  for _, knob in ipairs(space) do
+    local cur = index_of(knob.values, (c.knobs or {})[knob.name]) or 1
+    for j, v in ipairs(knob.values) do
+      if j ~= cur and not self:known(self:candidate(x, {[knob.name] = v}, "mutate")) then
+        local list = math.abs(j - cur) == 1 and near or far
+        list[#list + 1] = {name = knob.name, value = v}
+      end
+    end
+  end
+  rng:shuffle(near)
+  rng:shuffle(far)
+  local out = {}
+  for _, list in ipairs({near, far}) do
+    for _, m in ipairs(list) do
+      if #out >= (k or 1) then return out end
+      out[#out + 1] = self:candidate(x, {[m.name] = m.value}, "mutate")
+    end
+  end
+  return out
+end
+
+-- Up to n children of an entry: LLM rewrites (fed `feedback`, default the entry's own) when a
+-- model is configured, else knob mutations. Strategies use it to work with or without an LLM.
+function Ctx:children(entry, n, feedback, rng)
+  local c = self:propose(entry, feedback or entry.feedback, n)
+  if c then return c end
+  return self:neighbors(entry, n, rng)
+end
+
+-- Text for the next prompt about an entry: its verdict, message, timing and the evaluator's
+-- feedback (compile diagnostics, the worst mismatch, ...).
+function M.feedback_text(e)
+  if not e then return nil end
+  local parts = {}
+  if e.ok then
+    local b = e.bench or {}
+    parts[1] = string.format("The kernel verified. Time %.4f ms, %.2fx the reference%s.",
+                             b.median_ms or 0, b.speedup or 0,
+                             b.roofline_pct and string.format(", %.0f%% of roofline", b.roofline_pct) or "")
+  else
+    parts[1] = string.format("The kernel failed (%s at stage %s): %s", e.verdict or "error",
+                             e.stage or "?", e.message or "")
+  end
+  if e.feedback and e.feedback ~= e.message then parts[#parts + 1] = e.feedback end
+  return table.concat(parts, "\n")
+end
+
+-- "1.84x, 1.52x" for a list of entries (logs).
+function M.describe_scores(list)
+  local o = {}
+  for i, e in ipairs(list) do
+    o[i] = e.ok and string.format("%.3gx", e.score or 0) or (e.verdict or "?")
+  end
+  return #o > 0 and table.concat(o, ", ") or "(empty)"
+end
+
+-- Runs fn(...) with a tighter budget (limits.evals: evaluations from now; limits.seconds).
+-- Returns true, fn's results when fn returned; false, stop when the phase's own budget (or the
+-- token budget, or a stall) ended it. A stop of the whole run and any error propagate.
+function Ctx:with_limits(limits, fn, ...)
+  local saved = self._phase
+  local p = {}
+  if limits.evals then p.evals_end = self.evals + limits.evals end
+  if limits.seconds then p.deadline = self._clock() + limits.seconds end
+  if saved then
+    if saved.evals_end then p.evals_end = math.min(p.evals_end or math.huge, saved.evals_end) end
+    if saved.deadline then p.deadline = math.min(p.deadline or math.huge, saved.deadline) end
+  end
+  self._phase = p
+  local res = table.pack(pcall(fn, ...))
+  self._phase = saved
+  if res[1] then return true, table.unpack(res, 2, res.n) end
+  local e = res[2]
+  if M.is_stop(e) and not GLOBAL_STOP[e.reason] then
+    -- a stop from an outer phase belongs to the outer phase
+    if e.reason == "phase" and saved and self:_outer_spent(saved) then error(e, 0) end
+    return false, e
+  end
+  error(e, 0)
+end
+
+function Ctx:_outer_spent(p)
+  return (p.evals_end and self.evals >= p.evals_end) or (p.deadline and self._clock() >= p.deadline)
+end
+
+---------------------------------------------------------------------------------------------
+-- The model evaluator: a testing and teaching aid, never the default. A model is a Lua
+-- function(candidate, task) -> a small result table that computes a synthetic outcome from the
+-- knobs and source (examples/cost_model.lua). `kevo run` uses one when KEVO_EVALUATOR is
+-- model:<file>; every result it gives says synthetic = true, and so does the run's summary.
+
+local STAGE_OF = {ok = "done", compile_error = "compile", launch_error = "verify",
+                  wrong = "verify", unwritten = "verify", nondeterministic = "verify",
+                  input_modified = "verify", crash = "verify", timeout = "verify",
+                  implausible = "bench", no_gpu = "verify", error = "compile"}
+
+-- Shapes a model's answer {verdict=, message=, feedback=, ms=, ref_ms=, registers=,
+-- roofline_pct=, worst=} into an evaluation result (docs/architecture.md).
+function M.shape_model_result(r)
+  if type(r) ~= "table" then r = {verdict = "error", message = "model returned " .. type(r)} end
+  local verdict = r.verdict or (r.ms and "ok") or "error"
+  local res = {ok = verdict == "ok", verdict = verdict, stage = r.stage or STAGE_OF[verdict] or "done",
+               message = r.message or verdict, synthetic = true,
+               compile = {ms = 0, cached = false, arch = "model", diagnostics = {},
+                          kernels = {{name = "model", registers = r.registers or 32,
+                                      shared_static = 0, local_bytes = 0,
+                                      spill_stores = 0, spill_loads = 0}}}}
+  if verdict == "ok" then
+    local ms, ref = r.ms, r.ref_ms or r.ms
+    res.bench = {median_ms = ms, min_ms = ms, p10_ms = ms, p90_ms = ms, rse = 0, reps = 1,
+                 ref_median_ms = ref, speedup = ref / ms, roofline_pct = r.roofline_pct}
+    res.feedback = r.feedback or string.format("verified; %.4f ms, %.2fx the reference", ms, ref / ms)
+  else
+    if r.worst then res.verify = {trials = 1, mismatches = 1, worst = r.worst} end
+    res.feedback = r.feedback or res.message
+  end
+  return res
+end
+
+function M.model_evaluator(model, task)
+  if type(model) ~= "function" then error("search.model_evaluator: a function expected", 2) end
+  return {
+    model = true,
+    evaluate_many = function(list)
+      local out = {}
+      for i, c in ipairs(list) do
+        local ok, r = pcall(model, c, task)
+        if not ok then r = {verdict = "error", message = "model: " .. tostring(r)} end
+        out[i] = M.shape_model_result(r)
+      end
+      return out
+    end,
+  }
+end
+
+return M

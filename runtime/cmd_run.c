@@ -1,0 +1,297 @@
+/* kevo run RECIPE [options]: the search. The policy (argument checks, the search context, the
+ * progress line, the summary) is lua/kevo/run.lua; this file gives it a sandboxed Lua state and
+ * the few privileged services it needs (read the strategy file, write the best kernel, draw the
+ * progress line, notice Ctrl-C) in a table that only run.lua sees, never the strategy. */
+#include "buf.h"
+#include "luastate.h"
+#include "lutil.h"
+#include "registry.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Budgets of the strategy's state. Evaluations and LLM calls happen in C and cost nothing
+ * here; these stop a strategy that loops without asking for work, or hoards memory. */
+enum { RUN_MEM_LIMIT = 1024 << 20 };
+#define RUN_INSTR_LIMIT 20000000000ULL
+
+static volatile sig_atomic_t run_interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  run_interrupted = 1; /* SA_RESETHAND: a second Ctrl-C ends the process at once */
+}
+
+static int host_interrupted(lua_State *L) {
+  lua_pushboolean(L, run_interrupted != 0);
+  return 1;
+}
+
+static int host_read_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  kevo_buf b;
+  kevo_error err = {0};
+  kevo_buf_init(&b, 16 << 20);
+  if (kevo_read_file(path, &b, &err)) {
+    kevo_buf_free(&b);
+    return kevo_l_fail_err(L, &err);
+  }
+  lua_pushlstring(L, b.data, b.len);
+  kevo_buf_free(&b);
+  return 1;
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parents(const char *path, kevo_error *err) {
+  char dir[4096];
+  if (strlen(path) >= sizeof dir) return kevo_fail(err, KEVO_E_ARG, "path too long: %s", path);
+  strcpy(dir, path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return KEVO_OK;
+  *slash = '\0';
+  for (char *p = dir + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(dir, 0777) && errno != EEXIST)
+      return kevo_fail(err, KEVO_E_IO, "cannot create %s: %s", dir, strerror(errno));
+    *p = '/';
+  }
+  if (dir[0] && mkdir(dir, 0777) && errno != EEXIST)
+    return kevo_fail(err, KEVO_E_IO, "cannot create %s: %s", dir, strerror(errno));
+  return KEVO_OK;
+}
+
+static int host_write_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len;
+  const char *text = luaL_checklstring(L, 2, &len);
+  kevo_error err = {0};
+  if (make_parents(path, &err)) return kevo_l_fail_err(L, &err);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    kevo_fail(&err, KEVO_E_IO, "cannot write %s: %s", path, strerror(errno));
+    return kevo_l_fail_err(L, &err);
+  }
+  int bad = fwrite(text, 1, len, f) != len;
+  bad |= fclose(f) != 0;
+  if (bad) {
+    kevo_fail(&err, KEVO_E_IO, "cannot write %s: %s", path, strerror(errno));
+    return kevo_l_fail_err(L, &err);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* progress(line): on a terminal, redraws one line in place; otherwise prints it. */
+static int host_progress(lua_State *L) {
+  const char *line = luaL_checkstring(L, 1);
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr, "\r%s\033[K", line);
+  else
+    fprintf(stderr, "%s\n", line);
+  fflush(stderr);
+  return 0;
+}
+
+/* clear_progress(): clears the progress line (before a log line or the summary). */
+static int host_clear_progress(lua_State *L) {
+  if (isatty(STDERR_FILENO)) fputs("\r\033[K", stderr);
+  return 0;
+}
+
+/* started(db, run): the run row exists; if the state breaks, kevo still marks it failed. */
+static char started_db[4096];
+static long long started_run;
+
+static int host_started(lua_State *L) {
+  snprintf(started_db, sizeof started_db, "%s", luaL_checkstring(L, 1));
+  started_run = (long long)luaL_checkinteger(L, 2);
+  return 0;
+}
+
+static int host_getenv(lua_State *L) {
+  lua_pushstring(L, getenv(luaL_checkstring(L, 1)));
+  return 1;
+}
+
+static const char *find_flag(int argc, char **argv, const char *flag);
+static void set_llm_config(lua_State *L, const char *flag);
+
+static void push_host(lua_State *L, int argc, char **argv) {
+  static const luaL_Reg fns[] = {{"interrupted", host_interrupted},
+                                 {"read_file", host_read_file},
+                                 {"write_file", host_write_file},
+                                 {"progress", host_progress},
+                                 {"clear_progress", host_clear_progress},
+                                 {"getenv", host_getenv},
+                                 {"started", host_started},
+                                 {NULL, NULL}};
+  luaL_newlib(L, fns);
+  lua_pushboolean(L, isatty(STDERR_FILENO));
+  lua_setfield(L, -2, "tty");
+  set_llm_config(L, find_flag(argc, argv, "--llm"));
+}
+
+/* The value of option `flag` (the last one given), read before the state exists, or NULL. */
+static const char *find_flag(int argc, char **argv, const char *flag) {
+  const char *v = NULL;
+  size_t n = strlen(flag);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], flag) && i + 1 < argc)
+      v = argv[++i];
+    else if (!strncmp(argv[i], flag, n) && argv[i][n] == '=')
+      v = argv[i] + n + 1;
+  }
+  return v;
+}
+
+/* The --seed value: it seeds the sandbox's math.random. */
+static int find_seed(int argc, char **argv, uint64_t *seed) {
+  const char *v = find_flag(argc, argv, "--seed");
+  if (!v) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long s = strtoull(v, &end, 10);
+  if (errno || *end || !*v) return -1;
+  *seed = s;
+  return 0;
+}
+
+/* The LLM settings (kevo.conf < environment < --llm) resolved by kevo.config in a trusted state,
+ * since the sandbox can read neither files nor the environment. Sets host.llm_config (JSON) or
+ * host.llm_config_error on the table at the top of L. Keys are never in it: only their
+ * variable's name. */
+static const char LLM_CONFIG_CHUNK[] =
+    "local flag = ...\n"
+    "local cfg, msg = require('kevo.config').llm{dir = '.', flags = flag and {llm = flag} or nil}\n"
+    "if not cfg then return nil, msg end\n"
+    "return require('kevo.json').encode(cfg)\n";
+
+static void set_llm_config(lua_State *L, const char *flag) {
+  kevo_error err = {0};
+  kevo_lua_opts topts = {0};
+  lua_State *T = kevo_lua_new(&topts, &err);
+  if (!T) {
+    lua_pushstring(L, err.msg);
+    lua_setfield(L, -2, "llm_config_error");
+    return;
+  }
+  if (kevo_lua_load(T, LLM_CONFIG_CHUNK, sizeof LLM_CONFIG_CHUNK - 1, "=llm config") == LUA_OK) {
+    if (flag)
+      lua_pushstring(T, flag);
+    else
+      lua_pushnil(T);
+    if (kevo_lua_pcall(T, 1, 2) == LUA_OK) {
+      if (lua_isstring(T, -2)) {
+        lua_pushstring(L, lua_tostring(T, -2));
+        lua_setfield(L, -2, "llm_config");
+      } else {
+        lua_pushstring(L, lua_isstring(T, -1) ? lua_tostring(T, -1) : "bad LLM settings");
+        lua_setfield(L, -2, "llm_config_error");
+      }
+      kevo_lua_close(T);
+      return;
+    }
+  }
+  lua_pushstring(L, lua_tostring(T, -1));
+  lua_setfield(L, -2, "llm_config_error");
+  kevo_lua_close(T);
+}
+
+/* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with
+ * the error printed. */
+static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "kevo.run");
+  if (kevo_lua_pcall(L, 1, 1) != LUA_OK) {
+    fprintf(stderr, "kevo run: %s\n", lua_tostring(L, -1));
+    return -1;
+  }
+  lua_getfield(L, -1, fn); /* stack: run fn */
+  lua_remove(L, -2);
+  lua_createtable(L, argc, 0);
+  for (int i = 1; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  push_host(L, argc, argv);
+  if (kevo_lua_pcall(L, 2, 1) != LUA_OK) {
+    host_clear_progress(L);
+    fprintf(stderr, "kevo run: %s\n", lua_tostring(L, -1));
+    return -1;
+  }
+  int isnum;
+  int rc = (int)lua_tointegerx(L, -1, &isnum);
+  return isnum ? rc : KEVO_EXIT_FAILED;
+}
+
+static int run_main(int argc, char **argv) {
+  kevo_lua_opts opts = {.sandbox = 1, .mem_limit = RUN_MEM_LIMIT, .instr_limit = RUN_INSTR_LIMIT};
+  opts.seed = 1;
+  if (find_seed(argc, argv, &opts.seed)) {
+    fprintf(stderr, "kevo run: --seed takes a non-negative integer\n");
+    return KEVO_EXIT_USAGE;
+  }
+  kevo_error err = {0};
+  lua_State *L = kevo_lua_new(&opts, &err);
+  if (!L) {
+    fprintf(stderr, "kevo run: %s\n", err.msg);
+    return KEVO_EXIT_FAILED;
+  }
+  struct sigaction sa = {0}, old_int;
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  int rc = call_run(L, "main", argc, argv);
+  if (rc < 0) {
+    /* The state broke (a budget spent, out of memory): finish the run row from a fresh one. */
+    rc = KEVO_EXIT_FAILED;
+    kevo_lua_close(L);
+    L = NULL;
+    if (started_db[0] && started_run > 0) {
+      kevo_lua_opts fresh = {.sandbox = 1};
+      lua_State *F = kevo_lua_new(&fresh, &err);
+      if (F) {
+        char runid[32];
+        snprintf(runid, sizeof runid, "%lld", (long long)started_run);
+        char *args[] = {"run", started_db, runid, NULL};
+        call_run(F, "abandon", 3, args);
+        kevo_lua_close(F);
+      }
+    }
+  }
+  sigaction(SIGINT, &old_int, NULL);
+  kevo_lua_close(L);
+  return rc;
+}
+
+const struct kevo_command kevo_cmd_run = {
+    "run", "search for a fast kernel for a recipe (the main job)",
+    "usage: kevo run RECIPE [options]\n\n"
+    "Searches for a fast kernel for RECIPE (a recipe file, or the name of a packaged recipe):\n"
+    "proposes candidates, compiles, verifies and times each one, and keeps the best.\n\n"
+    "options:\n"
+    "  --strategy NAME|FILE   autotune (default without an LLM), greedy, beam, uct, evolve,\n"
+    "                         a Lua file of your own, or a composition: beam+autotune\n"
+    "  --llm PROVIDER:MODEL   the language model that writes candidates (none: tune knobs)\n"
+    "  --budget-tokens N      stop asking the model after N tokens\n"
+    "  --max-evals N          stop after N evaluations\n"
+    "  --time DURATION        stop after DURATION (90s, 20m, 1h30m)\n"
+    "  --set KEY=VALUE        a strategy option (beam.width=4 for one part of a composition)\n"
+    "  --seed N               the run's seed: the same seed and results give the same run (1)\n"
+    "  --db PATH              the archive (default $KEVO_DB or ./kevo.db)\n"
+    "  --arch sm_XX           compile for this GPU architecture (default: the GPU's, or sm_90)\n"
+    "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n\n"
+    "A progress line on stderr shows evaluations, the best speed-up over the reference, its\n"
+    "% of roofline, tokens spent and elapsed time. Ctrl-C stops cleanly: the run is marked\n"
+    "killed and everything found is kept (a second Ctrl-C ends kevo at once).\n\n"
+    "Strategies run in a sandbox (no io/os). KEVO_EVALUATOR=model:FILE replaces the GPU with a\n"
+    "synthetic cost model (a Lua file; examples/cost_model.lua): for teaching and tests only.\n\n"
+    "exit: 0 a verified kernel was found, 1 none was (or the run failed), 2 bad usage or input\n",
+    run_main, 0};
