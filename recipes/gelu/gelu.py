@@ -11,7 +11,7 @@ return {
 import triton
 import triton.language as tl
 
-SQRT1_2 = 0.7071067811865476
+SQRT1_2 = tl.constexpr(0.7071067811865476)
 
 
 @triton.jit

@@ -30,9 +30,10 @@ return {
 #if BLOCK % 32 != 0 || BLOCK < 32 || BLOCK > 1024
 #error "BLOCK must be a multiple of 32 between 32 and 1024"
 #endif
-/* floats of the row each thread keeps in registers between the passes */
+/* floats of the row each thread keeps in registers between the passes: rows of 8192 fit at
+ * BLOCK >= 256 (fewer at large BLOCK, where __launch_bounds__ leaves fewer registers) */
 #ifndef CACHE_FLOATS
-#define CACHE_FLOATS (BLOCK >= 1024 ? 16 : 32)
+#define CACHE_FLOATS (BLOCK >= 1024 ? 8 : BLOCK >= 512 ? 16 : 32)
 #endif
 #define CACHE (CACHE_FLOATS / VEC > 0 ? CACHE_FLOATS / VEC : 1)
 #define WARPS (BLOCK / 32)
