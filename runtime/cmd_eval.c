@@ -66,8 +66,12 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
     printf("  %-12s %.4g ms median (p10 %.4g, p90 %.4g, rse %.2g%%, %.0f reps)\n", "time",
            num(bn, "median_ms"), num(bn, "p10_ms"), num(bn, "p90_ms"), 100 * num(bn, "rse"),
            num(bn, "reps"));
-    printf("  %-12s %.4g ms median, speed-up %.3gx\n", "reference", num(bn, "ref_median_ms"),
-           num(bn, "speedup"));
+    printf("  %-12s %.4g ms median, speed-up %.3gx\n",
+           cJSON_GetObjectItem(bn, "eager_ms") ? "torch eager" : "reference",
+           num(bn, "ref_median_ms"), num(bn, "speedup"));
+    if (cJSON_GetObjectItem(bn, "compiled_ms")) /* a PyTorch reference (docs/kbench.md) */
+      printf("  %-12s %.4g ms median, speed-up %.3gx\n", "torch.compile", num(bn, "compiled_ms"),
+             num(bn, "speedup_compiled"));
     printf("  %-12s %.0f GB/s, %.0f%% of roofline (floor %.3g ms)\n", "throughput", num(bn, "gbps"),
            num(bn, "roofline_pct"), num(bn, "floor_ms"));
     printf("  %-12s %.0f MHz SM clock, %.0f C\n", "clock/temp", num(bn, "sm_clock_mhz"),

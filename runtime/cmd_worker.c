@@ -16,12 +16,15 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-static int reply(int fd, cJSON *msg, const cJSON *id) {
+/* Writes msg (with the request's id) and blobs; frees both. */
+static int reply(int fd, cJSON *msg, const cJSON *id, kevo_blob *blobs, size_t nblobs) {
   if (id) cJSON_AddItemToObject(msg, "id", cJSON_Duplicate(id, 1));
   kevo_error err = {0};
-  int rc = kevo_frame_write(fd, msg, NULL, 0, &err);
+  int rc = kevo_frame_write(fd, msg, blobs, nblobs, &err);
   if (rc) fprintf(stderr, "kevo worker: %s\n", err.msg);
   cJSON_Delete(msg);
+  for (size_t i = 0; i < nblobs; i++)
+    free(blobs[i].data);
   return rc;
 }
 
@@ -81,7 +84,11 @@ static int worker_main(int argc, char **argv) {
     const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f.header, "op"));
     int stop = 0, fatal = 0;
     cJSON *msg;
-    if (op && (!strcmp(op, "hello") || !strcmp(op, "evaluate")) && !opened) {
+    kevo_blob out_blobs[KEVO_PROTO_MAX_BLOBS];
+    size_t nout = 0;
+    int needs_gpu = op && (!strcmp(op, "hello") || !strcmp(op, "evaluate") ||
+                           !strcmp(op, "inputs") || !strcmp(op, "put_reference"));
+    if (needs_gpu && !opened) {
       opened = 1;
       if (kevo_gpu_open(ordinal, &gpu, &gerr)) gpu = NULL;
     }
@@ -102,12 +109,18 @@ static int worker_main(int argc, char **argv) {
     } else if (!strcmp(op, "evaluate")) {
       msg = gpu ? kevo_gpu_evaluate(gpu, f.header, f.blobs, f.nblobs, &fatal)
                 : no_gpu_result(gerr.msg);
+    } else if (!gpu && needs_gpu) { /* inputs, put_reference */
+      msg = error_reply("E_NOGPU", gerr.msg);
+    } else if (!strcmp(op, "inputs")) {
+      msg = kevo_gpu_inputs(gpu, f.header, out_blobs, &nout, &fatal);
+    } else if (!strcmp(op, "put_reference")) {
+      msg = kevo_gpu_put_reference(gpu, f.header, f.blobs, f.nblobs);
     } else {
       char text[256];
       snprintf(text, sizeof text, "unknown op '%.100s'", op);
       msg = error_reply("E_PARSE", text);
     }
-    int wrc = reply(out, msg, id);
+    int wrc = reply(out, msg, id, out_blobs, nout);
     kevo_frame_free(&f);
     if (fatal) {
       rc = KEVO_EXIT_FAILED; /* the context is gone: exit, the driver starts a fresh worker */
@@ -125,5 +138,6 @@ const struct kevo_command kevo_cmd_worker = {
     "worker", "the evaluator process that owns a GPU (started by kevo itself)",
     "usage: kevo worker [--device N]\n\n"
     "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
-    "evaluate, bye. Not meant to be run by hand: the driver starts one per GPU.\n",
+    "evaluate, inputs, put_reference, bye. Not meant to be run by hand: the driver starts one\n"
+    "per GPU.\n",
     worker_main, 1};

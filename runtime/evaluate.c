@@ -2,6 +2,8 @@
 
 #include "buf.h"
 #include "launch.h"
+#include "sha256.h"
+#include "torchref.h"
 
 #include <cjson/cJSON.h>
 
@@ -24,6 +26,10 @@ struct evaluator {
   cuda_module *ref_mod;
   kevo_error ref_err;
   kevo_buf ref_src;
+  /* a PyTorch reference (KernelBench problem): the bridge, its key, its baseline times */
+  torchref *torch;
+  char torch_key[80];
+  cJSON *torch_base;
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -49,6 +55,8 @@ void evaluator_free(evaluator *ev) {
   if (!ev) return;
   evalclient_free(ev->client);
   cuda_module_free(ev->ref_mod);
+  torchref_close(ev->torch);
+  cJSON_Delete(ev->torch_base);
   kevo_buf_free(&ev->ref_src);
   kevo_recipe_free(ev->recipe);
   free(ev);
@@ -165,6 +173,13 @@ static int compile_reference(evaluator *ev) {
   if (ev->ref_done) return ev->ref_rc;
   ev->ref_done = 1;
   const kevo_source *ref = &ev->recipe->reference;
+  if (!strcmp(ref->lang, "torch")) { /* the bridge runs it (torch_request); key its outputs */
+    int rc = read_source(ev->recipe, ref->file, &ev->ref_src, &ev->ref_err);
+    char hex[65];
+    if (!rc) kevo_sha256_hex(ev->ref_src.data, ev->ref_src.len, hex);
+    if (!rc) snprintf(ev->torch_key, sizeof ev->torch_key, "torch:%s", hex);
+    return ev->ref_rc = rc;
+  }
   if (strcmp(ref->lang, "cuda") != 0)
     return ev->ref_rc =
                kevo_fail(&ev->ref_err, KEVO_E_UNSUPPORTED,
@@ -471,6 +486,51 @@ static void merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev) {
     cJSON_AddNumberToObject(bench, "roofline_pct", 100.0 * gbps / peak);
 }
 
+/* ---- a PyTorch reference (docs/kbench.md) ---- */
+
+typedef struct torch_ctx {
+  evaluator *ev;
+  double deadline;
+} torch_ctx;
+
+static int torch_worker(void *ctx, cJSON *req, const kevo_blob *blobs, size_t n, kevo_frame *reply,
+                        kevo_error *err) {
+  torch_ctx *c = ctx;
+  return evalclient_request(c->ev->client, req, blobs, n, c->deadline, reply, err);
+}
+
+/* Sends req with an external reference; when the worker lacks reference outputs the bridge
+ * computes them on the worker's own inputs (torchref_supply) and req goes again. After a
+ * timed ok, adds eager and torch.compile times measured once per evaluator. */
+static int torch_request(evaluator *ev, cJSON *req, const cuda_module *cm, double deadline,
+                         kevo_frame *reply, kevo_error *err) {
+  torch_ctx ctx = {ev, deadline};
+  kevo_blob blob = {cm->cubin, cm->cubin_size};
+  torchref_make_external(req, ev->torch_key);
+  int rc = evalclient_request(ev->client, req, &blob, 1, deadline, reply, err);
+  const cJSON *missing = rc ? NULL : cJSON_GetObjectItem(reply->header, "missing");
+  if (missing) {
+    if (!ev->torch && (rc = torchref_open(ev->recipe->reference.file, NULL, &ev->torch, err))) {
+      kevo_frame_free(reply);
+      return kevo_fail_prefix(err, "the PyTorch reference: ");
+    }
+    rc = torchref_supply(ev->torch, torch_worker, &ctx, req, missing, err);
+    kevo_frame_free(reply);
+    if (rc) return rc;
+    rc = evalclient_request(ev->client, req, &blob, 1, deadline, reply, err);
+  }
+  cJSON *bench = rc ? NULL : cJSON_GetObjectItem(reply->header, "bench");
+  if (!bench) return rc;
+  if (!ev->torch_base &&
+      ((!ev->torch && torchref_open(ev->recipe->reference.file, NULL, &ev->torch, err)) ||
+       torchref_baseline(ev->torch, torch_worker, &ctx, req, &ev->torch_base, err))) {
+    ev->torch_base = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev->torch_base, "error", err->msg);
+  }
+  torchref_add_baseline(bench, ev->torch_base);
+  return KEVO_OK;
+}
+
 /* Judges one candidate whose compilation (if CUDA) is done: cm, crc, cerr as cuda_compile left
  * them. Always returns a result (NULL only out of memory). */
 static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, int crc,
@@ -559,6 +619,14 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
     set_verdict(res, "no_gpu", "verify", "verification needs a GPU: %s", nogpu);
     goto done;
   }
+  kevo_frame reply;
+  evalclient_stats before = evalclient_get_stats(ev->client);
+  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : DEFAULT_DEADLINE_S;
+  int wrc;
+  if (ev->torch_key[0]) {
+    wrc = torch_request(ev, req, cm, deadline, &reply, &err);
+    goto judged;
+  }
   const kevo_source *ref = &ev->recipe->reference;
   chunk rc_chunk = {ref->launch, ref->launch ? strlen(ref->launch) : 0, ev->recipe->path,
                     ref->launch_line};
@@ -579,10 +647,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
   }
 
   kevo_blob blobs[2] = {{cm->cubin, cm->cubin_size}, {ev->ref_mod->cubin, ev->ref_mod->cubin_size}};
-  kevo_frame reply;
-  evalclient_stats before = evalclient_get_stats(ev->client);
-  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : DEFAULT_DEADLINE_S;
-  int wrc = evalclient_request(ev->client, req, blobs, 2, deadline, &reply, &err);
+  wrc = evalclient_request(ev->client, req, blobs, 2, deadline, &reply, &err);
+judged:
   if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
                 "no result within %.0f s: the kernel probably never finishes (the worker was "

@@ -263,6 +263,10 @@ static cJSON *result_json(ev *e, double ms) {
     cJSON_AddItemToObject(r, "bench", e->bench);
     e->bench = NULL;
   }
+  if (e->missing) {
+    cJSON_AddItemToObject(r, "missing", e->missing);
+    e->missing = NULL;
+  }
   cJSON *d = cJSON_AddObjectToObject(r, "device");
   cJSON_AddStringToObject(d, "name", e->g->name);
   cJSON *cc = cJSON_AddArrayToObject(d, "cc");
@@ -293,7 +297,12 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
   e->g = g;
   e->req = req;
   e->cur_stage = "verify";
-  if (ev_parse(e, blobs, nblobs) == 0) {
+  if (ev_parse(e, blobs, nblobs) == 0 && e->external && (e->missing = ev_missing_refs(e)))
+    ev_fail(e, "error", "verify",
+            "E_NOREF: the external reference outputs of %d (shape, trial) pairs are not in the "
+            "worker's cache: put_reference them (listed in \"missing\") and evaluate again",
+            cJSON_GetArraySize(e->missing));
+  if (!e->verdict) {
     /* extra shapes first (small, find bugs fast), the benchmark shape last: its buffers and
      * the last trial's inputs stay for the timing loop */
     int nshapes = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "shapes"));
@@ -317,6 +326,7 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
   *fatal = e->crashed;
   res = result_json(e, ev_now_ms() - t0);
   cJSON_Delete(e->bench);
+  cJSON_Delete(e->missing);
   free(e);
   free(s);
   return res;

@@ -131,6 +131,8 @@ typedef struct ev {
   char ref_hash[65];
   int trials;
   uint64_t seed;
+  int external;          /* reference outputs come from the cache only (put_reference), no plan */
+  int no_modules;        /* inputs / put_reference: no modules, no plans */
   const char *cur_stage; /* "verify" or "bench": where a CUDA failure is reported */
   /* result */
   const char *verdict, *stage;
@@ -143,7 +145,8 @@ typedef struct ev {
   ev_worst worst;
   uint32_t worst_key; /* its error / tolerance ratio, as float bits */
   double verify_ms;
-  cJSON *bench; /* the result's bench object once timed */
+  cJSON *bench;   /* the result's bench object once timed */
+  cJSON *missing; /* external reference outputs not cached: [{shape, label, trial}] */
 } ev;
 
 /* Records the verdict (first one wins) and a one-line message; returns -1. */
@@ -162,6 +165,16 @@ int ev_plan_sync(ev *e, int is_candidate, const char *what);
 int ev_poison_outputs(ev *e, ev_shape *s, const uint64_t *pattern);
 
 int ev_verify_shape(ev *e, ev_shape *s); /* gpuverify.c: all trials of one shape */
+/* gpuverify.c: draws the inputs of (s, trial) on the device; the same in every request with
+ * the same seed, shape label, tensor names and inits. */
+int ev_gen_inputs(ev *e, ev_shape *s, int trial);
+/* gpuverify.c: the reference cache key of (s, trial): a hash of the reference modules, seed,
+ * trial, shape label, tensors, numel and the shape's reference plan (or external key). Needs
+ * only s->label and s->spec. */
+void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]);
+/* gpuextref.c: the inputs and put_reference ops, and the list of (shape, trial) pairs whose
+ * external reference outputs are not cached (NULL when none is missing). */
+cJSON *ev_missing_refs(ev *e);
 /* gpubench.c: times candidate and reference on shape s (verified, last trial's inputs in
  * place) and re-checks the candidate after. */
 int ev_bench(ev *e, ev_shape *s);

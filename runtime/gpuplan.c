@@ -99,7 +99,9 @@ static int parse_tensors(ev *e) {
 
 static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
   const cJSON *ms = field(e->req, "modules"), *m;
-  if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1 || cJSON_GetArraySize(ms) > EV_MAX_MODULES)
+  if (e->no_modules) ms = NULL; /* inputs, put_reference: the hash of no reference module */
+  if (!e->no_modules &&
+      (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1 || cJSON_GetArraySize(ms) > EV_MAX_MODULES))
     return ev_fail(e, "error", "verify", "request: modules must be an array of 1 to %d",
                    EV_MAX_MODULES);
   kevo_sha256 h;
@@ -112,6 +114,9 @@ static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
         (strcmp(role, "candidate") && strcmp(role, "reference")))
       return ev_fail(e, "error", "verify", "request: modules[%d] needs a blob index and a role", i);
     e->module_is_ref[i] = !strcmp(role, "reference");
+    if (e->external && e->module_is_ref[i])
+      return ev_fail(e, "error", "verify",
+                     "request: an external reference takes no reference module (modules[%d])", i);
     const kevo_blob *cubin = &blobs[b->valueint];
     CUresult r = DRV->cuModuleLoadData(&e->modules[i], cubin->data);
     if (r != CUDA_SUCCESS) {
@@ -138,6 +143,17 @@ int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs) {
   if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > EV_MAX_SHAPES)
     return ev_fail(e, "error", "verify", "request: shapes must be an array of 1 to %d",
                    EV_MAX_SHAPES);
+  /* reference: {"external": key} on every shape: the outputs come from put_reference */
+  const cJSON *shape;
+  int ext = 0, n = 0;
+  cJSON_ArrayForEach(shape, sh) {
+    ext += cJSON_IsString(field(field(shape, "reference"), "external"));
+    n++;
+  }
+  if (ext && ext != n)
+    return ev_fail(e, "error", "verify",
+                   "request: an external reference must be external on every shape");
+  e->external = ext > 0;
   if (parse_tensors(e)) return -1;
   return load_modules(e, blobs, nblobs);
 }
@@ -305,6 +321,7 @@ int ev_shape_setup(ev *e, ev_shape *s, int index) {
     if (cJSON_IsArray(d) && cJSON_GetArraySize(d) <= EV_MAX_RANK)
       for (const cJSON *x = d->child; x; x = x->next)
         s->dims[i][s->rank[i]++] = (int64_t)x->valuedouble;
+    if (t->output && e->no_modules) continue; /* inputs op: no outputs needed */
     char what[256];
     snprintf(what, sizeof what, "tensor %s", t->name);
     size_t bytes = s->t[i].numel * ev_dtype_size(t->dt);
@@ -316,7 +333,8 @@ int ev_shape_setup(ev *e, ev_shape *s, int index) {
       if (alloc_buf(e, &s->snap[i], alloc, what, 0)) return -1;
     }
   }
-  if (prepare_plan(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
+  if (e->no_modules) return 0;
+  if (!e->external && prepare_plan(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
   return prepare_plan(e, s, field(spec, "candidate"), &s->cand, 1);
 }
 

@@ -103,7 +103,7 @@ static uint64_t input_key(ev *e, ev_shape *s, int trial, int tensor) {
   return mix64(mix64(e->seed) ^ mix64(h) ^ (uint64_t)trial * 0xD1B54A32D192ED03ull);
 }
 
-static int gen_inputs(ev *e, ev_shape *s, int trial) {
+int ev_gen_inputs(ev *e, ev_shape *s, int trial) {
   for (int i = 0; i < e->ntensors; i++) {
     ev_tensor *t = &e->tensors[i];
     if (t->output) continue;
@@ -121,7 +121,7 @@ static void hash_json(kevo_sha256 *h, const cJSON *j) {
   free(text);
 }
 
-static void ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
+void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
   kevo_sha256 h;
   kevo_sha256_init(&h);
   char head[128];
@@ -137,9 +137,15 @@ static void ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
 /* The reference's outputs for this trial (inputs already drawn), as host buffers. */
 static void **reference_outputs(ev *e, ev_shape *s, int trial) {
   char key[65];
-  ref_key(e, s, trial, key);
+  ev_ref_key(e, s, trial, key);
   void **hit = ev_refcache_get(e->g->refs, key);
   if (hit) return hit;
+  if (e->external) /* checked before the first trial; evicted since (cache too small) */
+    return ev_fail(e, "error", "verify",
+                   "E_NOREF: the external reference outputs of shape %s, trial %d are not in the "
+                   "worker's cache (raise KEVO_WORKER_REF_CACHE_MB)",
+                   s->label, trial + 1),
+           NULL;
   if (ev_poison_outputs(e, s, ev_poison_a) || ev_plan_run(e, &s->ref, 0) ||
       ev_plan_sync(e, 0, "running the reference"))
     return NULL;
@@ -400,7 +406,7 @@ static int snapshot_outputs(ev *e, ev_shape *s) {
 int ev_verify_shape(ev *e, ev_shape *s) {
   for (int trial = 0; trial < e->trials; trial++) {
     uint64_t before[EV_MAX_TENSORS] = {0};
-    if (gen_inputs(e, s, trial)) return -1;
+    if (ev_gen_inputs(e, s, trial)) return -1;
     void **ref = reference_outputs(e, s, trial);
     if (!ref) return -1;
     if (checksum_inputs(e, s, before)) return -1;

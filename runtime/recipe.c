@@ -581,8 +581,12 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
   join_key(kp, path, "lang");
   if ((rc = require_key(ld, n, path, "lang", &v)) || (rc = get_string(ld, v, kp, &src->lang)))
     return rc;
-  if (strcmp(src->lang, "cuda") && strcmp(src->lang, "triton"))
-    return FAIL(ld, v, kp, "unknown lang '%s' (cuda or triton)", src->lang);
+  /* a reference may also be a PyTorch module (a KernelBench problem, docs/kbench.md): the
+   * PyTorch bridge computes its outputs, so it has no launch chunk */
+  int torch = !is_seed && !strcmp(src->lang, "torch");
+  if (strcmp(src->lang, "cuda") && strcmp(src->lang, "triton") && !torch)
+    return FAIL(ld, v, kp, "unknown lang '%s' (cuda or triton%s)", src->lang,
+                is_seed ? "" : "; torch for a KernelBench problem");
   join_key(kp, path, "file");
   char *file = NULL;
   if ((rc = require_key(ld, n, path, "file", &v)) || (rc = get_string(ld, v, kp, &file))) return rc;
@@ -616,7 +620,7 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
   }
   join_key(kp, path, "space");
   if ((v = lookup(ld, n, "space")) && (rc = load_space(ld, v, kp, src))) return rc;
-  if (!src->launch) { /* then the source must carry its own kevo:launch block */
+  if (!src->launch && !torch) { /* then the source must carry its own kevo:launch block */
     char *chunk;
     const char *where;
     int line;

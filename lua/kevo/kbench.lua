@@ -1,0 +1,357 @@
+-- kevo.kbench: KernelBench-format problems as recipes (docs/kbench.md).
+--
+-- A problem file (nn.Module Model, get_inputs(), get_init_inputs()) is described once by the
+-- PyTorch bridge (kevo.torchref.describe, or a recorded description JSON), and the description
+-- becomes a recipe: the forward's tensor arguments then the model's parameters and buffers are
+-- the inputs (in that order), the forward's outputs the outputs, sizes named after the
+-- problem's module-level integers, the cost, a tolerance measured against float64, the
+-- problem file itself as the reference (lang torch), and the contract a candidate implements.
+local json = require "kevo.json"
+
+local M = {}
+
+local CTYPE = {f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16", f64 = "double",
+               i32 = "int", i64 = "long long", u8 = "unsigned char"}
+local DSIZE = {f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u8 = 1}
+
+-- Names a size may not take: the launch chunk's own globals, Lua keywords, expression calls.
+local RESERVED = {}
+for w in ([[min max cdiv i32 i64 u32 u64 f32 f64 ptr null device math string table
+  and break do else elseif end false for function goto if in local nil not or repeat return
+  then true until while]]):gmatch("%S+") do RESERVED[w] = true end
+
+local function fail(fmt, ...)
+  return nil, "E_RECIPE: " .. fmt:format(...), "E_RECIPE"
+end
+
+local function isnull(v) return v == nil or v == json.null end
+
+local function ident(s)
+  s = tostring(s):gsub("[^%w_]", "_")
+  if s:match("^%d") then s = "t_" .. s end
+  if s == "" then s = "t" end
+  return s
+end
+
+-- Checks the description's shape (it may be hand-written); returns nil, msg on the first fault.
+local function check(d)
+  if type(d) ~= "table" or d.kevo_description ~= 1 then
+    return fail("not a kevo problem description (kevo_description: 1 missing)")
+  end
+  for _, key in ipairs{"inputs", "weights", "outputs"} do
+    if isnull(d[key]) then d[key] = {} end
+    if type(d[key]) ~= "table" then return fail("description: %s must be a list", key) end
+    for i, t in ipairs(d[key]) do
+      local where = ("description: %s[%d]"):format(key, i)
+      if type(t.name) ~= "string" then return fail("%s has no name", where) end
+      if not CTYPE[t.dtype] then
+        return fail("%s (%s): unknown dtype '%s'", where, t.name, tostring(t.dtype))
+      end
+      if type(t.shape) ~= "table" then return fail("%s (%s): no shape", where, t.name) end
+      for _, n in ipairs(t.shape) do
+        if math.type(n) ~= "integer" or n < 1 then
+          return fail("%s (%s): dims must be positive integers, got %s", where, t.name, tostring(n))
+        end
+      end
+    end
+  end
+  if #d.outputs == 0 then return fail("description: the forward returns no tensor") end
+  if #d.inputs + #d.weights == 0 then
+    return fail("description: the model takes no tensor and has no weights: nothing to compute from")
+  end
+  return true
+end
+
+-- Sizes: every dim value above 1 that equals exactly one module-level integer of the problem
+-- takes its name; other dims are written as numbers (a value two integers share, say
+-- in_channels = kernel_size = 3, would name one after the other).
+local function size_names(d)
+  local byvalue, params, used = {}, {}, {}
+  for _, g in ipairs(isnull(d.globals) and {} or d.globals) do
+    local n, v = g.name, g.value
+    if type(n) == "string" and n:match("^[%a_][%w_]*$") and not RESERVED[n]
+        and math.type(v) == "integer" and v > 1 then
+      byvalue[v] = byvalue[v] == nil and n or false
+    end
+  end
+  local function dim(v)
+    local n = byvalue[v]
+    if not n then return tostring(v) end
+    if not used[n] then
+      used[n] = true
+      params[#params + 1] = {name = n, value = v}
+    end
+    return n
+  end
+  return dim, params, used
+end
+
+local function product(dims)
+  if #dims == 0 then return "1" end
+  return table.concat(dims, "*")
+end
+
+-- The recipe for description d: {name =, yaml =, readme =, signature =, tensors =, params =}
+-- or nil, "E_RECIPE: why", "E_RECIPE". opts: name (recipe name), problem (file name for the
+-- reference, default d.problem).
+function M.recipe(d, opts)
+  opts = opts or {}
+  local ok, msg, code = check(d)
+  if not ok then return nil, msg, code end
+  if not isnull(d.degenerate) then
+    return fail("refused: the reference is degenerate: %s; any kernel could pass it",
+                tostring(d.degenerate))
+  end
+  local name = opts.name or tostring(d.problem or "problem"):gsub("%.py$", "")
+  name = name:gsub("[^%w_.-]", "_")
+  local dim, params, used = size_names(d)
+  local taken, tensors = {}, {}
+  local function add(t, role, origin)
+    local n = ident(t.name)
+    local base, k = n, 2
+    while taken[n] do n, k = base .. "_" .. k, k + 1 end
+    taken[n] = true
+    local dims = {}
+    for i, v in ipairs(t.shape) do dims[i] = dim(v) end
+    tensors[#tensors + 1] = {name = n, dtype = t.dtype, dims = dims, shape = t.shape, role = role,
+                             init = t.init, origin = origin, numel = 1}
+    for _, v in ipairs(t.shape) do tensors[#tensors].numel = tensors[#tensors].numel * v end
+  end
+  for _, t in ipairs(d.inputs) do add(t, "input", "forward argument") end
+  for _, t in ipairs(d.weights) do
+    add(t, "input", ("%s %s of the model"):format(t.kind or "parameter", t.name))
+  end
+  for _, t in ipairs(d.outputs) do add(t, "output", "forward output") end
+  -- scalar arguments of the forward: integers are sizes (params), floats constants
+  local scalars = {}
+  for _, s in ipairs(isnull(d.scalars) and {} or d.scalars) do
+    if s.type == "int" then
+      local n = ident(s.name)
+      if RESERVED[n] then n = n .. "_arg" end
+      local clash = false
+      for _, p in ipairs(params) do
+        if p.name == n then clash = p.value ~= s.value end
+      end
+      if clash then n = n .. "_arg" end
+      if not used[n] then
+        used[n] = true
+        params[#params + 1] = {name = n, value = s.value}
+      end
+    elseif s.type == "float" then
+      scalars[#scalars + 1] = {name = ident(s.name), value = s.value}
+    else
+      return fail("description: scalar %s has unknown type '%s'", tostring(s.name), tostring(s.type))
+    end
+  end
+  -- the contract
+  local kname = ident(name) .. "_kernel"
+  local sig, args = {}, {}
+  for _, t in ipairs(tensors) do
+    local c = CTYPE[t.dtype]
+    sig[#sig + 1] = (t.role == "input" and "const " or "") .. c .. " *__restrict__ " .. t.name
+    args[#args + 1] = ('"%s"'):format(t.name)
+  end
+  for _, p in ipairs(params) do
+    sig[#sig + 1] = "int " .. p.name
+    args[#args + 1] = ("i32(%s)"):format(p.name)
+  end
+  for _, s in ipairs(scalars) do
+    sig[#sig + 1] = "float " .. s.name
+    args[#args + 1] = ("f32(%.9g)"):format(s.value)
+  end
+  local signature = ('extern "C" __global__ void %s(%s)'):format(kname, table.concat(sig, ", "))
+  local out1 = nil
+  for _, t in ipairs(tensors) do if t.role == "output" and not out1 then out1 = t end end
+  local launch = ('return {kernels = {{name = "%s", grid = {cdiv(%s, 256)}, block = {256},\n'
+    .. '                    args = {%s}}}}'):format(kname, product(out1.dims), table.concat(args, ", "))
+
+  local L = {}
+  local function line(fmt, ...) L[#L + 1] = fmt:format(...) end
+  line("Imported from the KernelBench problem %s: the reference is PyTorch's forward of its Model",
+       tostring(d.problem))
+  line("(%s/problem.py), computed on kevo's own seeded inputs and weights.", name)
+  line("")
+  line("Write CUDA (extern \"C\" __global__ kernels) or Triton that computes the outputs from the")
+  line("inputs. Tensors are contiguous, row-major, on the device. Weights are inputs like the rest:")
+  line("the candidate receives them, it does not make them.")
+  line("")
+  local function row(t)
+    line("  %-20s %-4s [%s]  %s", t.name, t.dtype, table.concat(t.dims, ", "), t.origin)
+  end
+  line("Inputs (read-only), in this order:")
+  for _, t in ipairs(tensors) do if t.role == "input" then row(t) end end
+  line("Outputs:")
+  for _, t in ipairs(tensors) do if t.role == "output" then row(t) end end
+  if #params > 0 then
+    local ps = {}
+    for _, p in ipairs(params) do ps[#ps + 1] = ("%s = %d"):format(p.name, p.value) end
+    line("Sizes (int): %s", table.concat(ps, ", "))
+  end
+  for _, s in ipairs(scalars) do line("Constant (float): %s = %.9g", s.name, s.value) end
+  line("")
+  line("A single-kernel candidate has exactly this signature (inputs, outputs, sizes, constants):")
+  line("  %s", signature)
+  line("and says how it is launched in a kevo:launch block (several kernels run in order):")
+  line("  /* kevo:launch")
+  for l in launch:gmatch("[^\n]+") do line("  %s", l) end
+  line("  */")
+  local contract = table.concat(L, "\n") .. "\n"
+
+  local Y = {}
+  local function y(fmt, ...) Y[#Y + 1] = fmt:format(...) end
+  local function q(s) return '"' .. tostring(s):gsub('[\\"]', "\\%0"):gsub("\n", " ") .. '"' end
+  y("# Imported by `kevo import` from %s (torch %s, %s). Edit freely.", tostring(d.problem),
+    tostring(d.torch or "?"), tostring(d.device_name or d.device or "?"))
+  y("kevo: 1")
+  y("name: %s", name)
+  y("summary: %s", q("KernelBench problem " .. tostring(d.problem) .. " (PyTorch reference)"))
+  if #params > 0 then
+    y("params:")
+    for _, p in ipairs(params) do y("  %s: %d", p.name, p.value) end
+  end
+  y("inputs:")
+  for _, t in ipairs(tensors) do
+    if t.role == "input" then
+      local init = type(t.init) == "string" and t.init or "normal"
+      if t.dtype:match("^[iu]") and not init:match("^randint") then init = "randint(0, 100)" end
+      y("  %s: {dtype: %s, shape: [%s], init: %s}", t.name, t.dtype, table.concat(t.dims, ", "),
+        q(init))
+    end
+  end
+  y("outputs:")
+  for _, t in ipairs(tensors) do
+    if t.role == "output" then
+      y("  %s: {dtype: %s, shape: [%s]}", t.name, t.dtype, table.concat(t.dims, ", "))
+    end
+  end
+  local tol = not isnull(d.tolerance) and d.tolerance.f32
+  if type(tol) == "number" then
+    y("tolerance:  # 8x the error of torch's f32 result against float64 (%.3g), rounded up",
+      tonumber(d.tolerance.measured) or 0)
+    y("  f32: {atol: %.3g, rtol: %.3g}", tol, tol)
+  end
+  local cost = isnull(d.cost) and {} or d.cost
+  local bytes = 0
+  for _, t in ipairs(tensors) do bytes = bytes + t.numel * DSIZE[t.dtype] end
+  y("cost:")
+  y("  bytes: %d", math.tointeger(cost.bytes) or bytes)
+  if math.tointeger(cost.flops) and cost.flops > 0 then y("  flops: %d", cost.flops) end
+  y("reference:")
+  y("  lang: torch")
+  y("  file: %s/problem.py", name)
+  y("prompt: |")
+  for l in contract:gmatch("([^\n]*)\n") do y("  %s", l) end
+  local yaml = table.concat(Y, "\n") .. "\n"
+
+  local readme = ("# %s: candidate contract\n\n```\n%s```\n\nRecipe: `%s.yaml`. Reference: "
+    .. "`problem.py` (the problem file as imported). `description.json`: what the PyTorch "
+    .. "bridge saw when it ran the model once.\n"):format(name, contract, name)
+  return {name = name, yaml = yaml, readme = readme, signature = signature, launch = launch,
+          tensors = tensors, params = params, contract = contract}
+end
+
+local function read(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f, err = io.open(path, "wb")
+  if not f then return nil, err end
+  f:write(text)
+  f:close()
+  return true
+end
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local USAGE = "usage: kevo import FILE.py [--out DIR] [--name NAME] [--description DESC.json] [--force]"
+
+-- `kevo import`: returns the exit code (1 the bridge failed, 2 bad usage or input) with the
+-- reason on stderr, or 0 and the plan: {dirs = {...}, files = {{path =, text =}, ...},
+-- message =} for the caller to carry out.
+function M.main(argv)
+  local o = {out = "recipes"}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--out" or a == "--name" or a == "--description" or a == "--python" then
+      if not argv[i + 1] then io.stderr:write(USAGE, "\n"); return 2 end
+      o[a:sub(3)] = argv[i + 1]
+      i = i + 2
+    elseif a == "--force" then
+      o.force, i = true, i + 1
+    elseif a:sub(1, 1) == "-" then
+      io.stderr:write(("kevo import: unknown option '%s'\n%s\n"):format(a, USAGE))
+      return 2
+    elseif o.file then
+      io.stderr:write(USAGE, "\n")
+      return 2
+    else
+      o.file, i = a, i + 1
+    end
+  end
+  if not o.file then io.stderr:write(USAGE, "\n"); return 2 end
+  local src = read(o.file)
+  if not src then
+    io.stderr:write(("kevo import: %s: cannot read it\n"):format(o.file))
+    return 2
+  end
+  -- cheap checks before starting python: the three names a problem must define
+  for _, n in ipairs{"class%s+Model%f[^%w_]", "def%s+get_inputs%s*%(", "def%s+get_init_inputs%s*%("} do
+    if not src:match(n) then
+      local what = n:match("^class") and "class Model" or n:match("init") and "get_init_inputs()"
+                   or "get_inputs()"
+      io.stderr:write(("kevo import: %s: not a KernelBench problem: it defines no %s (a problem "
+        .. "defines class Model(nn.Module), get_inputs() and get_init_inputs())\n"):format(o.file, what))
+      return 2
+    end
+  end
+  local text, err, code
+  if o.description then
+    text, err = read(o.description)
+    if not text then
+      io.stderr:write(("kevo import: %s: cannot read it\n"):format(o.description))
+      return 2
+    end
+  else
+    text, err, code = require("kevo.torchref").describe(o.file, {python = o.python})
+    if not text then
+      io.stderr:write(("kevo import: %s\n"):format(err))
+      return code == "E_RECIPE" and 2 or 1
+    end
+  end
+  local d, jerr = json.decode(text)
+  if not d then
+    io.stderr:write(("kevo import: the description is not JSON: %s\n"):format(jerr))
+    return 2
+  end
+  local r, rerr = M.recipe(d, {name = o.name or o.file:match("([^/]+)%.py$")})
+  if not r then
+    io.stderr:write(("kevo import: %s: %s\n"):format(o.file, rerr))
+    return 2
+  end
+  local yaml_path = o.out .. "/" .. r.name .. ".yaml"
+  local dir = o.out .. "/" .. r.name
+  if exists(yaml_path) and not o.force then
+    io.stderr:write(("kevo import: %s exists (--force to overwrite)\n"):format(yaml_path))
+    return 2
+  end
+  -- the C side creates the directories and writes the files (kevo.sys has no mkdir)
+  local plan = {dirs = {o.out, dir}, files = {
+    {path = dir .. "/problem.py", text = src},
+    {path = dir .. "/description.json", text = text},
+    {path = dir .. "/README.md", text = r.readme},
+    {path = yaml_path, text = r.yaml},
+  }, message = ("imported %s -> %s\n%s"):format(o.file, yaml_path, r.contract)}
+  return 0, plan
+end
+
+return M

@@ -1,0 +1,492 @@
+"""kevo's PyTorch bridge for KernelBench-format problems (docs/kbench.md).
+
+A problem is a Python file with an nn.Module `Model`, `get_inputs()` and `get_init_inputs()`.
+This bridge is the only place kevo runs PyTorch. It never runs a candidate: kevo's own worker
+draws the inputs, verifies and times candidates; the bridge only
+
+  describe FILE.py   prints a JSON description of the problem: the forward's inputs, the
+                     model's parameters and buffers (which become inputs of the candidate, in
+                     this order), the outputs, scalar arguments, a cost estimate, a tolerance
+                     measured against float64, and whether the reference is degenerate.
+  serve FILE.py      a long-lived server speaking kevo frames (u32 LE header length, JSON
+                     header, blobs) on stdin/stdout: "reference" computes the outputs for
+                     given inputs and weights, "baseline" times eager and torch.compile.
+
+stdout carries only the JSON (describe) or frames (serve): it is moved aside at start and
+fd 1 pointed at stderr, so a print() in the problem file cannot corrupt it.
+"""
+import importlib.util
+import inspect
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+PROTO_OUT = None  # the real stdout, set by main()
+
+DTYPES = {}  # torch dtype -> kevo name, filled once torch is imported
+SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}
+
+
+class ProblemError(Exception):
+    """The problem file is not a usable KernelBench problem (exit 2)."""
+
+
+def load_problem(path):
+    if not os.path.isfile(path):
+        raise ProblemError("%s: no such file" % path)
+    spec = importlib.util.spec_from_file_location("kevo_problem", path)
+    if spec is None or spec.loader is None:
+        raise ProblemError("%s: not a Python file" % path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["kevo_problem"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's file: report what broke, not a traceback of ours
+        raise ProblemError("%s: importing it failed: %s: %s" % (path, type(e).__name__, e))
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(mod, n)]
+    if missing:
+        raise ProblemError("%s: no %s (a KernelBench problem defines class Model, get_inputs() "
+                           "and get_init_inputs())" % (path, ", ".join(missing)))
+    return mod
+
+
+def setup_torch():
+    import torch
+    # The reference is computed at full precision: TF32 would make it less exact than an
+    # honest f32 candidate (cuDNN convolutions use TF32 by default).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    DTYPES.update({torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+                   torch.float64: "f64", torch.int32: "i32", torch.int64: "i64",
+                   torch.uint8: "u8"})
+    return torch
+
+
+def kevo_dtype(torch, t, what):
+    name = DTYPES.get(t.dtype)
+    if name is None:
+        raise ProblemError("%s has dtype %s, which kevo does not handle (f32 f16 bf16 f64 i32 "
+                           "i64 u8)" % (what, t.dtype))
+    return name
+
+
+def torch_dtype(torch, name):
+    for k, v in DTYPES.items():
+        if v == name:
+            return k
+    raise ValueError("unknown dtype %r" % name)
+
+
+class Problem:
+    """The model built as KernelBench builds it, and the order of the candidate's inputs:
+    the forward's tensor arguments, then parameters, then buffers."""
+
+    def __init__(self, torch, path, seed=0):
+        self.torch = torch
+        self.mod = load_problem(path)
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        torch.manual_seed(seed)
+        try:
+            init = list(self.mod.get_init_inputs())
+            self.model = self.mod.Model(*init)
+        except Exception as e:
+            raise ProblemError("building Model(*get_init_inputs()) failed: %s: %s"
+                               % (type(e).__name__, e))
+        if not isinstance(self.model, torch.nn.Module):
+            raise ProblemError("Model is not a torch.nn.Module")
+        self.model = self.model.to(self.device)
+        self.weights = []  # (torch name, tensor) of parameters then buffers
+        for n, p in self.model.named_parameters():
+            self.weights.append((n, "parameter", p))
+        for n, b in self.model.named_buffers():
+            self.weights.append((n, "buffer", b))
+        try:
+            sig = inspect.signature(self.model.forward)
+            self.arg_names = [p.name for p in sig.parameters.values()
+                              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            self.arg_names = []
+        self.draw_inputs(seed)
+
+    def draw_inputs(self, seed):
+        torch = self.torch
+        torch.manual_seed(seed)
+        try:
+            args = list(self.mod.get_inputs())
+        except Exception as e:
+            raise ProblemError("get_inputs() failed: %s: %s" % (type(e).__name__, e))
+        self.args = []  # ("tensor", tensor) or ("value", python scalar), in call order
+        for i, a in enumerate(args):
+            name = self.arg_names[i] if i < len(self.arg_names) else "x%d" % i
+            if isinstance(a, torch.Tensor):
+                self.args.append(("tensor", name, a.to(self.device)))
+            elif isinstance(a, bool) or isinstance(a, int) or isinstance(a, float):
+                self.args.append(("value", name, a))
+            else:
+                raise ProblemError("get_inputs()[%d] (%s) is a %s; kevo takes tensors, ints and "
+                                   "floats" % (i, name, type(a).__name__))
+        return [a for a in self.args if a[0] == "tensor"]
+
+    def tensor_inputs(self):
+        return [a for a in self.args if a[0] == "tensor"]
+
+    def forward(self, model=None, tensors=None):
+        """Runs forward with the given tensor inputs (default: the drawn ones); a tuple of
+        output tensors."""
+        torch = self.torch
+        it = iter(tensors) if tensors is not None else None
+        call = []
+        for kind, _, v in self.args:
+            call.append(next(it) if (kind == "tensor" and it is not None) else v)
+        with torch.no_grad():
+            out = (model if model is not None else self.model)(*call)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for i, o in enumerate(outs):
+            if not isinstance(o, torch.Tensor):
+                raise ProblemError("forward's output %d is a %s, not a tensor"
+                                   % (i, type(o).__name__))
+        return tuple(outs)
+
+    def load_weights(self, tensors):
+        with self.torch.no_grad():
+            for (_, _, w), t in zip(self.weights, tensors):
+                w.copy_(t)
+
+
+# ---- describe ------------------------------------------------------------------------------
+
+
+def snap(v, grid):
+    return round(v / grid) * grid if grid > 0 else v
+
+
+def fmt(v):
+    s = "%.6g" % v
+    return "0" if s in ("-0", "0") else s
+
+
+def guess_init(torch, t):
+    """An init spec (recipe syntax) that draws values like the sample t."""
+    x = t.detach().double().flatten().cpu()
+    if x.numel() == 0:
+        return "normal"
+    lo, hi = float(x.min()), float(x.max())
+    if not t.dtype.is_floating_point:
+        return "randint(%d, %d)" % (int(lo), int(hi) + 1)
+    mean = float(x.mean())
+    std = float(x.std()) if x.numel() > 1 else 0.0
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "normal"
+    if hi - lo <= 1e-12 * max(1.0, abs(lo)):
+        # a constant (ones, zeros): kevo draws near it, keeping its sign, so the candidate
+        # cannot hard-code the constant
+        width = max(abs(lo), 1.0) / 2
+        return "uniform(%s, %s)" % (fmt(lo), fmt(lo + width))
+    width = hi - lo
+    if x.numel() >= 64 and abs(std - width / math.sqrt(12)) < 0.05 * width / math.sqrt(12) \
+            and abs(mean - (lo + hi) / 2) < 0.05 * width:
+        g = width / 200
+        return "uniform(%s, %s)" % (fmt(snap(lo, g)), fmt(snap(hi, g)))
+    if abs(mean) < 0.05 * std and abs(std - 1) < 0.05:
+        return "normal"
+    m = 0.0 if abs(mean) < 0.05 * std else mean
+    return "normal(%s, %s)" % (fmt(m), fmt(std if std > 0 else 1.0))
+
+
+def tensor_desc(torch, name, t, what, extra=None):
+    d = {"name": name, "dtype": kevo_dtype(torch, t, what), "shape": list(t.shape),
+         "init": guess_init(torch, t)}
+    if extra:
+        d.update(extra)
+    return d
+
+
+def count_flops(torch, prob):
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return None
+    try:
+        with FlopCounterMode(display=False) as fc:
+            prob.forward()
+        return int(fc.get_total_flops())
+    except Exception:
+        return None
+
+
+def measured_tolerance(torch, prob, outs):
+    """Compares the reference at its own precision with the same model in float64 on the same
+    inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol),
+    times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32."""
+    import copy
+    if not all(o.dtype == torch.float32 for o in outs):
+        return None
+    try:
+        m64 = copy.deepcopy(prob.model).double()
+        t64 = [t.double() if t.dtype.is_floating_point else t for _, _, t in prob.tensor_inputs()]
+        o64 = prob.forward(m64, t64)
+    except Exception:
+        return None
+    worst = 0.0
+    for a, e in zip(outs, o64):
+        a, e = a.double(), e.double()
+        ok = torch.isfinite(e)
+        if ok.any():
+            worst = max(worst, float(((a - e).abs() / (1 + e.abs()))[ok].max()))
+    t = 8 * worst
+    for k in range(-5, -1):
+        for m in (1, 2, 5):
+            if m * 10.0 ** k >= t:
+                return {"f32": m * 10.0 ** k, "measured": worst}
+    return {"f32": 1e-2, "measured": worst}
+
+
+def degenerate(torch, prob, path, outs):
+    """Why the reference cannot tell a right kernel from a wrong one, or None."""
+    for i, o in enumerate(outs):
+        flat = o.flatten()
+        if flat.numel() == 0:
+            return "output %d is empty" % i
+        if flat.dtype.is_floating_point and not torch.isfinite(flat).any():
+            return "output %d is NaN or Inf everywhere" % i
+        if flat.numel() > 1 and bool((flat == flat[0]).all()):
+            return "output %d is constant (every element is %s)" % (i, fmt(float(flat[0])))
+    if prob.tensor_inputs():
+        other = prob.draw_inputs(1)
+        outs2 = prob.forward()
+        prob.draw_inputs(0)
+        if all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(outs, outs2)):
+            return ("the outputs do not depend on the inputs (two different draws of %d input "
+                    "tensor%s give identical outputs)" % (len(other), "" if len(other) == 1 else "s"))
+    prob2 = Problem(torch, path, seed=1)
+    outs3 = prob2.forward()
+    if all(a.shape == b.shape and torch.equal(a.to(b.device), b) for a, b in zip(outs, outs3)):
+        return "the outputs do not depend on the seed (new inputs and weights give identical outputs)"
+    return None
+
+
+def describe(path):
+    torch = setup_torch()
+    prob = Problem(torch, path)
+    t0 = time.time()
+    outs = prob.forward()
+    if prob.device.type == "cuda":
+        torch.cuda.synchronize()
+    d = {"kevo_description": 1, "problem": os.path.basename(path),
+         "torch": torch.__version__, "device": str(prob.device),
+         "device_name": torch.cuda.get_device_name() if prob.device.type == "cuda" else "cpu"}
+    d["globals"] = [{"name": k, "value": v} for k, v in vars(prob.mod).items()
+                    if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool)]
+    d["inputs"] = [tensor_desc(torch, n, t, "input %s" % n) for _, n, t in prob.tensor_inputs()]
+    d["weights"] = [tensor_desc(torch, n, t, "%s %s" % (kind, n), {"kind": kind})
+                    for n, kind, t in prob.weights]
+    d["scalars"] = [{"name": n, "type": "float" if isinstance(v, float) else "int",
+                     "value": v if not isinstance(v, bool) else int(v)}
+                    for kind, n, v in prob.args if kind == "value"]
+    d["outputs"] = [{"name": "out" if len(outs) == 1 else "out%d" % i,
+                     "dtype": kevo_dtype(torch, o, "output %d" % i), "shape": list(o.shape)}
+                    for i, o in enumerate(outs)]
+    nbytes = sum(t.numel() * t.element_size() for _, _, t in prob.tensor_inputs())
+    nbytes += sum(t.numel() * t.element_size() for _, _, t in prob.weights)
+    nbytes += sum(o.numel() * o.element_size() for o in outs)
+    d["cost"] = {"bytes": nbytes, "flops": count_flops(torch, prob)}
+    d["tolerance"] = measured_tolerance(torch, prob, outs)
+    d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
+    d["degenerate"] = degenerate(torch, prob, path, outs)
+    return d
+
+
+# ---- serve ---------------------------------------------------------------------------------
+
+
+def read_exact(f, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(f):
+    head = read_exact(f, 4)
+    if head is None:
+        return None, None
+    (n,) = struct.unpack("<I", head)
+    header = json.loads(read_exact(f, n))
+    blobs = [read_exact(f, size) for size in header.get("blobs", [])]
+    return header, blobs
+
+
+def write_frame(header, blobs=()):
+    header = dict(header)
+    header["blobs"] = [len(b) for b in blobs]
+    text = json.dumps(header).encode()
+    PROTO_OUT.write(struct.pack("<I", len(text)) + text)
+    for b in blobs:
+        PROTO_OUT.write(b)
+    PROTO_OUT.flush()
+
+
+def tensors_from(torch, prob, header, blobs):
+    """The request's tensors (forward inputs then weights, in the description's order), on the
+    device, checked against the problem's own dtypes and shapes."""
+    expect = [(n, t) for _, n, t in prob.tensor_inputs()] + [(n, t) for n, _, t in prob.weights]
+    specs = header.get("tensors", [])
+    if len(specs) != len(expect) or len(blobs) != len(expect):
+        raise ValueError("%d tensors and %d blobs given, the problem takes %d"
+                         % (len(specs), len(blobs), len(expect)))
+    out = []
+    for (name, like), spec, blob in zip(expect, specs, blobs):
+        dt = torch_dtype(torch, spec["dtype"])
+        shape = [int(s) for s in spec["shape"]]
+        if dt != like.dtype or shape != list(like.shape):
+            raise ValueError("tensor %s: %s %s given, the problem has %s %s"
+                             % (name, spec["dtype"], shape, DTYPES.get(like.dtype), list(like.shape)))
+        if len(blob) != like.numel() * like.element_size():
+            raise ValueError("tensor %s: %d bytes given, %d expected"
+                             % (name, len(blob), like.numel() * like.element_size()))
+        t = torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dt).reshape(shape) \
+            if blob else torch.empty(shape, dtype=dt)
+        out.append(t.to(prob.device))
+    n = len(prob.tensor_inputs())
+    return out[:n], out[n:]
+
+
+def to_bytes(torch, t):
+    t = t.detach().contiguous().cpu()
+    return t.view(torch.uint8).numpy().tobytes() if t.numel() else b""
+
+
+def time_fn(torch, fn, opts):
+    """Median milliseconds of fn() by CUDA events, the L2 flushed before each rep (untimed):
+    warm-up by time, then reps until the relative standard error is under target_rse, or
+    max_ms, or max_reps."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = getattr(props, "L2_cache_size", 64 << 20) or (64 << 20)
+    flush = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.int32, device="cuda")
+    warm_ms, max_ms = opts.get("warmup_ms", 25), opts.get("max_ms", 1500)
+    min_reps, max_reps = opts.get("min_reps", 10), opts.get("max_reps", 2000)
+    target = opts.get("target_rse", 0.01)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.time()
+    k = 0
+    while k < 2 or (time.time() - t0) * 1e3 < warm_ms:
+        fn()
+        k += 1
+    torch.cuda.synchronize()
+    times = []
+    t0 = time.time()
+    while True:
+        flush.fill_(len(times))
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+        n = len(times)
+        if n >= max_reps or (time.time() - t0) * 1e3 > max_ms:
+            break
+        if n >= min_reps:
+            mean = sum(times) / n
+            sd = math.sqrt(sum((x - mean) ** 2 for x in times) / (n - 1))
+            if mean > 0 and sd / math.sqrt(n) / mean < target:
+                break
+    s = sorted(times)
+    n = len(s)
+    mean = sum(s) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in s) / (n - 1)) if n > 1 else 0
+    return {"median_ms": s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2]),
+            "min_ms": s[0], "reps": n, "rse": sd / math.sqrt(n) / mean if mean > 0 else 1.0}
+
+
+def serve(path):
+    torch = setup_torch()
+    prob = Problem(torch, path)
+    stdin = sys.stdin.buffer
+    compiled = None
+    while True:
+        header, blobs = read_frame(stdin)
+        if header is None:
+            return 0
+        rid = header.get("id")
+        op = header.get("op")
+        try:
+            if op == "bye":
+                write_frame({"id": rid, "ok": True})
+                return 0
+            if op == "hello":
+                write_frame({"id": rid, "ok": True, "torch": torch.__version__,
+                             "device": str(prob.device),
+                             "inputs": [n for _, n, _ in prob.tensor_inputs()],
+                             "weights": [n for n, _, _ in prob.weights]})
+            elif op == "reference":
+                inputs, weights = tensors_from(torch, prob, header, blobs)
+                prob.load_weights(weights)
+                outs = prob.forward(tensors=inputs)
+                if prob.device.type == "cuda":
+                    torch.cuda.synchronize()
+                write_frame({"id": rid, "ok": True,
+                             "outputs": [{"dtype": DTYPES.get(o.dtype), "shape": list(o.shape)}
+                                         for o in outs]},
+                            [to_bytes(torch, o) for o in outs])
+            elif op == "baseline":
+                if prob.device.type != "cuda":
+                    raise ValueError("timing needs a GPU and torch sees none")
+                inputs, weights = tensors_from(torch, prob, header, blobs)
+                prob.load_weights(weights)
+                opts = header.get("bench", {})
+                res = {"id": rid, "ok": True, "torch": torch.__version__}
+                res["eager"] = time_fn(torch, lambda: prob.forward(tensors=inputs), opts)
+                if header.get("compile", True):
+                    try:
+                        if compiled is None:
+                            compiled = torch.compile(prob.model)
+                        t0 = time.time()
+                        prob.forward(compiled, inputs)
+                        torch.cuda.synchronize()
+                        res["compile_s"] = round(time.time() - t0, 3)
+                        res["compiled"] = time_fn(torch, lambda: prob.forward(compiled, inputs),
+                                                  opts)
+                    except Exception as e:
+                        res["compile_error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
+                write_frame(res)
+            else:
+                write_frame({"id": rid, "ok": False, "error": "E_PARSE: unknown op %r" % op})
+        except (ProblemError, ValueError, RuntimeError) as e:
+            write_frame({"id": rid, "ok": False, "error": "E_TORCH: %s: %s"
+                         % (type(e).__name__, str(e)[:1500])})
+
+
+def main(argv):
+    global PROTO_OUT
+    PROTO_OUT = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # print() in the problem lands on stderr
+    sys.stdout = sys.stderr
+    if len(argv) != 3 or argv[1] not in ("describe", "serve"):
+        print("usage: kb_bridge.py describe|serve PROBLEM.py", file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        print("E_UNSUPPORTED: python %s has no torch (%s)" % (sys.executable, e), file=sys.stderr)
+        return 3
+    try:
+        if argv[1] == "describe":
+            d = describe(argv[2])
+            PROTO_OUT.write(json.dumps(d, indent=1).encode() + b"\n")
+            PROTO_OUT.flush()
+            return 0
+        return serve(argv[2])
+    except ProblemError as e:
+        print("E_PROBLEM: %s" % e, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
