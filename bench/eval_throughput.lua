@@ -56,6 +56,21 @@ local cold, t_cold = timed(batch(true))
 local _, t_verify = timed(batch(false))
 local warm, t_warm = timed(batch(true))
 
+local function median(t)
+  table.sort(t)
+  if #t == 0 then return 0 end
+  return #t % 2 == 1 and t[(#t + 1) // 2] or (t[#t // 2] + t[#t // 2 + 1]) / 2
+end
+-- the worker's own stage timings and the compile times, per candidate
+local function stages(res)
+  local c, v, b = {}, {}, {}
+  for _, r in ipairs(res) do
+    c[#c + 1] = r.compile and r.compile.ms or 0
+    if r.verify and r.verify.ms then v[#v + 1] = r.verify.ms end
+    if r.bench and r.bench.ms then b[#b + 1] = r.bench.ms end
+  end
+  return median(c), median(v), median(b)
+end
 local ok, compile_ms, best = 0, 0, nil
 local verdicts = {}
 for i, r in ipairs(cold) do
@@ -84,6 +99,58 @@ if best then
   table.sort(knobs)
   print(string.format("best                %s: %.4g ms, %.2fx the reference, %.0f GB/s (%.0f%% of roofline)",
         table.concat(knobs, ","), best.bench.median_ms, best.bench.speedup or 0, best.bench.gbps or 0, best.bench.roofline_pct or 0))
+end
+local cm, vm, bm = stages(cold)
+print(string.format("cold cache          %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, worker bench %.1f ms", n / t_cold, cm, vm, bm))
+cm, vm, bm = stages(warm)
+print(string.format("warm cache          %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f ms, worker bench %.1f ms", n / t_warm, cm, vm, bm))
+
+-- Triton: the recipe's Triton seed over its knob space, each source made unique by a comment
+local tseed
+for _, sd in ipairs(ev:recipe().seeds) do if sd.lang == "triton" then tseed = sd break end end
+local triton_ok = pcall(function() return require("kevo.triton").available() end) and require("kevo.triton").available()
+if tseed and triton_ok then
+  local tn = {}
+  for k in pairs(tseed.space) do tn[#tn + 1] = k end
+  table.sort(tn)
+  local tc = {{}}
+  for _, k in ipairs(tn) do
+    local nx = {}
+    for _, c in ipairs(tc) do
+      for _, v in ipairs(tseed.space[k]) do
+        local c2 = {}
+        for kk, vv in pairs(c) do c2[kk] = vv end
+        c2[k] = v
+        nx[#nx + 1] = c2
+      end
+    end
+    tc = nx
+  end
+  local function tbatch()
+    local list = {}
+    for i = 1, n do
+      local knobs = {}
+      for k, v in pairs(tc[(i - 1) % #tc + 1]) do knobs[k] = v end
+      list[i] = {lang = "triton", source = tseed.source .. "\n# salt " .. salt .. i .. "\n", knobs = knobs,
+                 name = "softmax.py", launch = tseed.launch, launch_name = tseed.launch_name,
+                 launch_line = tseed.launch_line}
+    end
+    return list
+  end
+  local tcold, tt_cold = timed(tbatch())
+  local twarm, tt_warm = timed(tbatch())
+  local tv = {}
+  for _, r in ipairs(tcold) do tv[r.verdict] = (tv[r.verdict] or 0) + 1 end
+  local tl = {}
+  for v, c in pairs(tv) do tl[#tl + 1] = v .. "=" .. c end
+  table.sort(tl)
+  cm, vm, bm = stages(tcold)
+  print(string.format("triton verdicts     %s", table.concat(tl, " ")))
+  print(string.format("triton cold cache   %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, worker bench %.1f ms", n / tt_cold, cm, vm, bm))
+  cm, vm, bm = stages(twarm)
+  print(string.format("triton warm cache   %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f ms, worker bench %.1f ms", n / tt_warm, cm, vm, bm))
+else
+  print("triton              skipped (no Triton seed or Triton not available)")
 end
 print(string.format("worker              %d spawns, %d kills, %d deaths, %d requests", s.spawns, s.kills, s.deaths, s.requests))
 print(string.format("KEVO_SECONDS_PER_CANDIDATE=%.4f", t_cold / n))

@@ -55,6 +55,11 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
          cJSON_IsTrue(cJSON_GetObjectItem(comp, "cached")) ? " (cached)" : "", str(comp, "arch"));
   const cJSON *k;
   cJSON_ArrayForEach(k, cJSON_GetObjectItem(comp, "kernels")) {
+    if (cJSON_GetObjectItem(k, "num_warps")) { /* Triton */
+      printf("  %-12s %s: num_warps %.0f, num_stages %.0f, %.0f B dynamic shared\n", "kernel",
+             str(k, "name"), num(k, "num_warps"), num(k, "num_stages"), num(k, "shared_dynamic"));
+      continue;
+    }
     printf("  %-12s %s: %.0f registers, spills %.0f/%.0f B (store/load), %.0f B static shared\n",
            "kernel", str(k, "name"), num(k, "registers"), num(k, "spill_stores"),
            num(k, "spill_loads"), num(k, "shared_static"));

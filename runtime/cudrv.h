@@ -42,6 +42,8 @@
   X(cuMemFree)                                                                                     \
   X(cuMemGetInfo)                                                                                  \
   X(cuMemcpyHtoD)                                                                                  \
+  X(cuMemHostAlloc)                                                                                \
+  X(cuMemFreeHost)                                                                                 \
   X(cuMemcpyDtoH)                                                                                  \
   X(cuMemcpyDtoDAsync)                                                                             \
   X(cuMemsetD8Async)                                                                               \

@@ -135,6 +135,12 @@ static void bench_feedback(kevo_buf *b, const cJSON *res) {
 static void resource_feedback(kevo_buf *b, const cJSON *res) {
   const cJSON *ks = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "compile"), "kernels"), *k;
   cJSON_ArrayForEach(k, ks) {
+    if (cJSON_GetObjectItem(k, "num_warps")) { /* Triton: what the compile options made */
+      kevo_buf_printf(b, "Kernel %s: num_warps %.0f, num_stages %.0f, %.0f B dynamic shared.\n",
+                      str(k, "name"), num(k, "num_warps"), num(k, "num_stages"),
+                      num(k, "shared_dynamic"));
+      continue;
+    }
     kevo_buf_printf(b, "Kernel %s: %.0f registers/thread, %.0f B static shared, %.0f B stack",
                     str(k, "name"), num(k, "registers"), num(k, "shared_static"),
                     num(k, "local_bytes"));

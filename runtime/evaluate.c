@@ -1,17 +1,22 @@
 #include "evaluate.h"
 
 #include "buf.h"
+#include "evalint.h"
+#include "evaltriton.h"
 #include "launch.h"
 #include "sha256.h"
 #include "torchref.h"
+#include "triton.h"
 
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { LOG_CAP = 8192, MIN_TRIALS = 5 };
 #define DEFAULT_DEADLINE_S 120.0
@@ -26,6 +31,10 @@ struct evaluator {
   cuda_module *ref_mod;
   kevo_error ref_err;
   kevo_buf ref_src;
+  /* the Triton compile servers, started on the first Triton candidate */
+  triton_pool *tp;
+  int tp_rc;
+  kevo_error tp_err;
   /* a PyTorch reference (KernelBench problem): the bridge, its key, its baseline times */
   torchref *torch;
   char torch_key[80];
@@ -55,6 +64,7 @@ void evaluator_free(evaluator *ev) {
   if (!ev) return;
   evalclient_free(ev->client);
   cuda_module_free(ev->ref_mod);
+  triton_pool_free(ev->tp);
   torchref_close(ev->torch);
   cJSON_Delete(ev->torch_base);
   kevo_buf_free(&ev->ref_src);
@@ -202,19 +212,21 @@ typedef struct chunk {
   size_t len;
   const char *name;
   int line;
+  const char *lang; /* of the source it launches */
 } chunk;
 
-/* Every plan of one side (candidate or reference) for every shape into shapes[i][key]. */
-static int resolve_plans(evaluator *ev, const chunk *ch, const kevo_define *knobs, size_t nknobs,
-                         const launch_device *dev, int module, const cuda_module *mod,
-                         cJSON *shapes, const char *key, kevo_error *err) {
-  const kevo_recipe *r = ev->recipe;
+/* Every plan of one side (candidate or reference) for the first nshapes shapes into
+ * shapes[i][key]. */
+static int resolve_plans(const kevo_recipe *r, size_t nshapes, const chunk *ch,
+                         const kevo_define *knobs, size_t nknobs, const launch_device *dev,
+                         int module, const cuda_module *mod, cJSON *shapes, const char *key,
+                         kevo_error *err) {
   const char *names[64];
   size_t nb = r->ntensors < 64 ? r->ntensors : 64;
   for (size_t i = 0; i < nb; i++)
     names[i] = r->tensors[i].name;
   launch_param params[64];
-  for (size_t s = 0; s < r->nshapes; s++) {
+  for (size_t s = 0; s < nshapes && s < r->nshapes; s++) {
     const kevo_shape *sh = &r->shapes[s];
     size_t np = sh->nparams < 64 ? sh->nparams : 64;
     for (size_t i = 0; i < np; i++)
@@ -226,7 +238,8 @@ static int resolve_plans(evaluator *ev, const chunk *ch, const kevo_define *knob
                       .buffers = names,
                       .nbuffers = nb,
                       .device = dev,
-                      .module = module};
+                      .module = module,
+                      .block_optional = !strcmp(ch->lang, "triton")};
     cJSON *plan = NULL;
     int rc = launch_resolve(ch->text, ch->len, ch->name, ch->line, &env, &plan, err);
     if (rc) return kevo_fail_prefix(err, "at shape %s: ", sh->label);
@@ -293,11 +306,33 @@ static int knob_known(const knob_set *ks, const kevo_recipe *r, const char *name
   return 0;
 }
 
-static void knobs_with_defaults(const kevo_define *given, size_t ngiven, const char *src,
-                                size_t len, const kevo_recipe *r, knob_set *ks) {
+static void knob_add(knob_set *ks, const kevo_recipe *r, const char *name, const char *value) {
+  if (ks->n >= 128 || ks->nowned + 2 > 256 || knob_known(ks, r, name)) return;
+  char *n = strdup(name), *val = strdup(value);
+  if (n) ks->owned[ks->nowned++] = n;
+  if (val) ks->owned[ks->nowned++] = val;
+  if (n && val) ks->d[ks->n++] = (kevo_define){n, val};
+}
+
+/* A Triton source's defaults: `NAME: tl.constexpr = value`, and the compile options'. */
+static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
+  char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
+  size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
+  for (size_t i = 0; i < n; i++)
+    knob_add(ks, r, names[i], values[i]);
+  knob_add(ks, r, "num_warps", "4");
+  knob_add(ks, r, "num_stages", "3");
+}
+
+static void knobs_with_defaults(const char *lang, const kevo_define *given, size_t ngiven,
+                                const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
   ks->n = ks->nowned = 0;
   for (size_t i = 0; i < ngiven && ks->n < 128; i++)
     ks->d[ks->n++] = given[i];
+  if (!strcmp(lang, "triton")) {
+    triton_defaults(src, len, r, ks);
+    return;
+  }
   const char *p = src, *end = src + len;
   while (p && p < end && ks->n < 128 && ks->nowned + 2 <= 256) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -338,152 +373,72 @@ static void knob_set_free(knob_set *ks) {
   ks->nowned = 0;
 }
 
-static double expr_at(const char *expr, const kevo_shape *sh, double def) {
-  double v;
-  kevo_error e;
-  if (!expr || kevo_expr_eval(expr, sh, &v, &e) != KEVO_OK) return def;
-  return v;
+/* ---- judging ---- */
+
+/* What compiling one candidate left: a CUDA module, or a Triton candidate's jobs (prepared
+ * from its launch chunk at the benchmark shape, then compiled), or why it could not be. */
+typedef struct built {
+  cuda_module *cm;
+  int crc;
+  kevo_error cerr;
+  evtri_prep tp;
+  const char *pverdict; /* Triton preparation failed with this verdict (launch_error, no_gpu) */
+  kevo_error perr;
+} built;
+
+static const char *dtype_of(const char *name, void *ud) {
+  const kevo_recipe *r = ud;
+  for (size_t i = 0; i < r->ntensors; i++)
+    if (!strcmp(r->tensors[i].name, name)) return kevo_dtype_name(r->tensors[i].dtype);
+  return NULL;
 }
 
-/* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
- * bench, cost. */
-static int build_request(evaluator *ev, cJSON *req, kevo_error *err) {
-  const kevo_recipe *r = ev->recipe;
-  cJSON_AddStringToObject(req, "op", "evaluate");
-  cJSON *mods = cJSON_AddArrayToObject(req, "modules");
-  const char *roles[2] = {"candidate", "reference"};
-  for (int i = 0; i < 2; i++) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddNumberToObject(m, "blob", i);
-    cJSON_AddStringToObject(m, "role", roles[i]);
-    cJSON_AddItemToArray(mods, m);
-  }
-  static const char *const init_kinds[] = {"normal", "uniform", "randint"};
-  static const double init_def[][2] = {{0, 1}, {-1, 1}, {0, 100}};
-  cJSON *tensors = cJSON_AddArrayToObject(req, "tensors");
-  for (size_t t = 0; t < r->ntensors; t++) {
-    const kevo_tensor *tn = &r->tensors[t];
-    cJSON *tj = cJSON_CreateObject();
-    cJSON_AddStringToObject(tj, "name", tn->name);
-    cJSON_AddStringToObject(tj, "dtype", kevo_dtype_name(tn->dtype));
-    cJSON_AddStringToObject(tj, "role", tn->role == KEVO_ROLE_INPUT ? "input" : "output");
-    if (tn->role == KEVO_ROLE_INPUT) {
-      cJSON *in = cJSON_AddObjectToObject(tj, "init");
-      cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
-      cJSON_AddNumberToObject(in, "a",
-                              expr_at(tn->init.a, &r->shapes[0], init_def[tn->init.kind][0]));
-      cJSON_AddNumberToObject(in, "b",
-                              expr_at(tn->init.b, &r->shapes[0], init_def[tn->init.kind][1]));
-    }
-    cJSON_AddItemToArray(tensors, tj);
-  }
-  cJSON *shapes = cJSON_AddArrayToObject(req, "shapes");
-  for (size_t s = 0; s < r->nshapes; s++) {
-    const kevo_shape *sh = &r->shapes[s];
-    cJSON *sj = cJSON_CreateObject();
-    cJSON_AddItemToArray(shapes, sj);
-    cJSON_AddStringToObject(sj, "label", sh->label);
-    cJSON *params = cJSON_AddObjectToObject(sj, "params");
-    for (size_t i = 0; i < sh->nparams; i++)
-      cJSON_AddNumberToObject(params, sh->params[i].name, (double)sh->params[i].value);
-    cJSON *numel = cJSON_AddObjectToObject(sj, "numel");
-    cJSON *dims = cJSON_AddObjectToObject(sj, "dims");
-    cJSON *init = cJSON_AddObjectToObject(sj, "init");
-    for (size_t t = 0; t < r->ntensors; t++) {
-      const kevo_tensor *tn = &r->tensors[t];
-      int64_t n;
-      int rc = kevo_tensor_numel(tn, sh, &n, err);
-      if (rc) return kevo_fail_prefix(err, "tensor %s at shape %s: ", tn->name, sh->label);
-      if (n <= 0)
-        return kevo_fail(err, KEVO_E_RECIPE, "tensor %s has %lld elements at shape %s", tn->name,
-                         (long long)n, sh->label);
-      cJSON_AddNumberToObject(numel, tn->name, (double)n);
-      cJSON *d = cJSON_AddArrayToObject(dims, tn->name);
-      for (size_t k = 0; k < tn->rank; k++)
-        cJSON_AddItemToArray(d, cJSON_CreateNumber(expr_at(tn->dims[k], sh, 0)));
-      if (tn->role == KEVO_ROLE_INPUT) {
-        cJSON *in = cJSON_AddObjectToObject(init, tn->name);
-        cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
-        cJSON_AddNumberToObject(in, "a", expr_at(tn->init.a, sh, init_def[tn->init.kind][0]));
-        cJSON_AddNumberToObject(in, "b", expr_at(tn->init.b, sh, init_def[tn->init.kind][1]));
-      }
-    }
-  }
-  cJSON *verify = cJSON_AddObjectToObject(req, "verify");
-  cJSON_AddNumberToObject(verify, "trials",
-                          ev->cfg.trials < MIN_TRIALS ? MIN_TRIALS : ev->cfg.trials);
-  cJSON_AddNumberToObject(verify, "seed", (double)(ev->cfg.seed & ((1ull << 53) - 1)));
-  cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
-  for (size_t t = 0; t < r->ntensors; t++) {
-    kevo_tolerance tl = kevo_recipe_tolerance(r, r->tensors[t].dtype);
-    const char *dn = kevo_dtype_name(r->tensors[t].dtype);
-    if (cJSON_GetObjectItem(tol, dn)) continue;
-    cJSON *o = cJSON_AddObjectToObject(tol, dn);
-    cJSON_AddNumberToObject(o, "atol", tl.atol);
-    cJSON_AddNumberToObject(o, "rtol", tl.rtol);
-  }
-  cJSON *bench = cJSON_AddObjectToObject(req, "bench");
-  cJSON_AddBoolToObject(bench, "enabled", ev->cfg.bench);
-  cJSON_AddNumberToObject(bench, "warmup_ms", 25);
-  cJSON_AddNumberToObject(bench, "max_ms", 1500);
-  /* Many reps: a kernel honest only for its first N calls must meet its N+1st in the loop
-   * (the worker checks the outputs after it), and the median gets steadier. */
-  cJSON_AddNumberToObject(bench, "min_reps", 50);
-  cJSON_AddNumberToObject(bench, "max_reps", 2000);
-  cJSON_AddNumberToObject(bench, "target_rse", 0.01);
-  cJSON_AddBoolToObject(bench, "l2_flush", 1);
-  cJSON *cost = cJSON_AddObjectToObject(req, "cost");
-  cJSON_AddNumberToObject(cost, "bytes", expr_at(r->cost_bytes, &r->shapes[0], 0));
-  cJSON_AddNumberToObject(cost, "flops", expr_at(r->cost_flops, &r->shapes[0], 0));
+/* The candidate's launch chunk: the given one, else the source's kevo:launch block. */
+static int candidate_chunk(const eval_candidate *cand, const char *name, chunk *out,
+                           kevo_error *err) {
+  *out = (chunk){cand->launch, cand->launch ? strlen(cand->launch) : 0,
+                 cand->launch_name ? cand->launch_name : "launch",
+                 cand->launch_line > 0 ? cand->launch_line : 1, cand->lang};
+  if (cand->launch) return KEVO_OK;
+  launch_block b;
+  if (launch_extract(cand->lang, cand->source, cand->len, &b, err))
+    return kevo_fail_prefix(err, "%s: ", name);
+  *out = (chunk){b.text, b.len, name, b.line, cand->lang};
   return KEVO_OK;
 }
 
-/* ---- judging ---- */
-
-static void device_of(const cJSON *dev, launch_device *out) {
-  memset(out, 0, sizeof *out);
-  if (!dev) return;
-  out->name = cJSON_GetStringValue(cJSON_GetObjectItem(dev, "name"));
-  if (!out->name) out->name = "GPU";
-  const cJSON *sms = cJSON_GetObjectItem(dev, "sms");
-  out->sms = cJSON_IsNumber(sms) ? sms->valueint : 0;
-  const cJSON *cc = cJSON_GetObjectItem(dev, "cc");
-  out->cc_major =
-      cJSON_IsNumber(cJSON_GetArrayItem(cc, 0)) ? cJSON_GetArrayItem(cc, 0)->valueint : 0;
-  out->cc_minor =
-      cJSON_IsNumber(cJSON_GetArrayItem(cc, 1)) ? cJSON_GetArrayItem(cc, 1)->valueint : 0;
+static const char *cand_name(const eval_candidate *c) {
+  return c->name ? c->name : !strcmp(c->lang, "triton") ? "candidate.py" : "candidate.cu";
 }
 
-/* Copies the worker's reply into res, and fills what it leaves out (speedup, roofline). */
-static void merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev) {
-  const cJSON *it;
-  cJSON_ArrayForEach(it, reply) {
-    if (!strcmp(it->string, "id") || !strcmp(it->string, "blobs") || !strcmp(it->string, "compile"))
-      continue;
-    cJSON_DeleteItemFromObject(res, it->string);
-    cJSON_AddItemToObject(res, it->string, cJSON_Duplicate(it, 1));
-  }
-  const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict"));
-  if (!verdict) {
-    set_verdict(res, "error", "verify", "the worker's reply has no verdict");
+/* A Triton candidate before compiling: resolves its launch chunk at the benchmark shape into
+ * the compile jobs (their signatures come from the launch's arguments). */
+static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSON *dev, built *b) {
+  chunk cc;
+  if (candidate_chunk(cand, cand_name(cand), &cc, &b->perr)) {
+    b->pverdict = "launch_error";
     return;
   }
-  cJSON_DeleteItemFromObject(res, "ok");
-  cJSON_AddBoolToObject(res, "ok", !strcmp(verdict, "ok"));
-  if (!cJSON_IsString(cJSON_GetObjectItem(res, "message")))
-    cJSON_AddStringToObject(res, "message", verdict);
-  if (!cJSON_IsString(cJSON_GetObjectItem(res, "stage")))
-    cJSON_AddStringToObject(res, "stage", !strcmp(verdict, "ok") ? "done" : "verify");
-  cJSON *bench = cJSON_GetObjectItem(res, "bench");
-  if (!cJSON_IsObject(bench)) return;
-  double med = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "median_ms"));
-  double ref = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "ref_median_ms"));
-  if (!cJSON_GetObjectItem(bench, "speedup") && med > 0 && ref > 0)
-    cJSON_AddNumberToObject(bench, "speedup", ref / med);
-  double gbps = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "gbps"));
-  double peak = cJSON_GetNumberValue(cJSON_GetObjectItem(dev, "copy_gbps"));
-  if (!cJSON_GetObjectItem(bench, "roofline_pct") && gbps > 0 && peak > 0)
-    cJSON_AddNumberToObject(bench, "roofline_pct", 100.0 * gbps / peak);
+  launch_device ld;
+  eval_device_of(dev, &ld);
+  cJSON *shapes = cJSON_CreateArray();
+  cJSON_AddItemToArray(shapes, cJSON_CreateObject());
+  knob_set ks;
+  knobs_with_defaults("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
+                      &ks);
+  int rc = resolve_plans(ev->recipe, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
+                         "candidate", &b->perr);
+  knob_set_free(&ks);
+  if (rc == KEVO_E_NOGPU) {
+    b->pverdict = "no_gpu";
+  } else if (rc) {
+    b->pverdict = "launch_error";
+  } else if (evtri_prepare(cJSON_GetObjectItem(cJSON_GetArrayItem(shapes, 0), "candidate"),
+                           cand->source, cand->len, cand->knobs, cand->nknobs, dtype_of, ev->recipe,
+                           &b->tp, &b->perr)) {
+    b->pverdict = "launch_error";
+  }
+  cJSON_Delete(shapes);
 }
 
 /* ---- a PyTorch reference (docs/kbench.md) ---- */
@@ -502,12 +457,11 @@ static int torch_worker(void *ctx, cJSON *req, const kevo_blob *blobs, size_t n,
 /* Sends req with an external reference; when the worker lacks reference outputs the bridge
  * computes them on the worker's own inputs (torchref_supply) and req goes again. After a
  * timed ok, adds eager and torch.compile times measured once per evaluator. */
-static int torch_request(evaluator *ev, cJSON *req, const cuda_module *cm, double deadline,
-                         kevo_frame *reply, kevo_error *err) {
+static int torch_request(evaluator *ev, cJSON *req, const kevo_blob *blobs, size_t nblobs,
+                         double deadline, kevo_frame *reply, kevo_error *err) {
   torch_ctx ctx = {ev, deadline};
-  kevo_blob blob = {cm->cubin, cm->cubin_size};
   torchref_make_external(req, ev->torch_key);
-  int rc = evalclient_request(ev->client, req, &blob, 1, deadline, reply, err);
+  int rc = evalclient_request(ev->client, req, blobs, nblobs, deadline, reply, err);
   const cJSON *missing = rc ? NULL : cJSON_GetObjectItem(reply->header, "missing");
   if (missing) {
     if (!ev->torch && (rc = torchref_open(ev->recipe->reference.file, NULL, &ev->torch, err))) {
@@ -517,7 +471,7 @@ static int torch_request(evaluator *ev, cJSON *req, const cuda_module *cm, doubl
     rc = torchref_supply(ev->torch, torch_worker, &ctx, req, missing, err);
     kevo_frame_free(reply);
     if (rc) return rc;
-    rc = evalclient_request(ev->client, req, &blob, 1, deadline, reply, err);
+    rc = evalclient_request(ev->client, req, blobs, nblobs, deadline, reply, err);
   }
   cJSON *bench = rc ? NULL : cJSON_GetObjectItem(reply->header, "bench");
   if (!bench) return rc;
@@ -531,24 +485,41 @@ static int torch_request(evaluator *ev, cJSON *req, const cuda_module *cm, doubl
   return KEVO_OK;
 }
 
-/* Judges one candidate whose compilation (if CUDA) is done: cm, crc, cerr as cuda_compile left
- * them. Always returns a result (NULL only out of memory). */
-static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, int crc,
-                    const kevo_error *cerr) {
-  cJSON *res = cJSON_CreateObject();
-  if (!res) return NULL;
-  set_verdict(res, "error", "compile", "not judged");
-  const char *name = cand->name ? cand->name : "candidate.cu";
-  cJSON_AddItemToObject(res, "compile", compile_json(cm, arch_of(ev)));
-  kevo_error err = {0};
-  cJSON *req = NULL;
-
-  if (!strcmp(cand->lang, "triton")) {
-    set_verdict(res, "error", "compile",
-                "Triton path not built yet: this build judges CUDA candidates only");
-    goto done;
+static triton_pool *pool_of(evaluator *ev) {
+  if (!ev->tp && !ev->tp_rc) {
+    triton_pool_opts o = {.arch = arch_of(ev)};
+    ev->tp_rc = triton_pool_new(&o, &ev->tp, &ev->tp_err);
   }
-  if (crc == KEVO_E_COMPILE || (cm && !cm->ok)) {
+  return ev->tp;
+}
+
+/* Sets the verdict of a candidate that did not compile; 1 when it did not. */
+static int compile_failed(evaluator *ev, cJSON *res, const eval_candidate *cand, built *b) {
+  const char *name = cand_name(cand);
+  if (!strcmp(cand->lang, "triton")) {
+    if (b->pverdict) {
+      set_verdict(res, b->pverdict, !strcmp(b->pverdict, "no_gpu") ? "verify" : "compile", "%s%s",
+                  !strcmp(b->pverdict, "no_gpu") ? "resolving the launch needs a GPU: " : "",
+                  b->perr.msg);
+      return 1;
+    }
+    const evtri_job *j = evtri_failed(&b->tp);
+    if (!j) return 0;
+    if (j->rc == KEVO_E_COMPILE && j->mod && j->mod->ndiags) {
+      const triton_diag *d = &j->mod->diags[0];
+      set_verdict(res, "compile_error", "compile", "%zu error%s; first: %s:%d:%d: %s",
+                  j->mod->ndiags, j->mod->ndiags == 1 ? "" : "s", name, d->line, d->col,
+                  d->message ? d->message : "");
+    } else if (j->rc == KEVO_E_COMPILE) {
+      set_verdict(res, "compile_error", "compile", "%s", j->err.msg);
+    } else {
+      set_verdict(res, "error", "compile", "compiling %s with Triton failed: %s: %s", j->kernel,
+                  kevo_code(j->rc ? j->rc : KEVO_E_COMPILE), j->err.msg);
+    }
+    return 1;
+  }
+  cuda_module *cm = b->cm;
+  if (b->crc == KEVO_E_COMPILE || (cm && !cm->ok)) {
     int n = count_errors(cm);
     const cuda_diag *d = NULL;
     for (size_t i = 0; cm && i < cm->ndiags && !d; i++)
@@ -558,13 +529,35 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
                   n == 1 ? "" : "s", name, d->line, d->col, d->message);
     else
       set_verdict(res, "compile_error", "compile", "%s",
-                  cerr->msg[0] ? cerr->msg : "did not compile");
-    goto done;
+                  b->cerr.msg[0] ? b->cerr.msg : "did not compile");
+    return 1;
   }
-  if (crc || !cm) {
-    set_verdict(res, "error", "compile", "compiling failed: %s: %s", kevo_code(crc), cerr->msg);
-    goto done;
+  if (b->crc || !cm) {
+    set_verdict(res, "error", "compile", "compiling failed: %s: %s", kevo_code(b->crc),
+                b->cerr.msg);
+    return 1;
   }
+  (void)ev;
+  return 0;
+}
+
+/* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
+ * of memory). */
+static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
+  cJSON *res = cJSON_CreateObject();
+  if (!res) return NULL;
+  set_verdict(res, "error", "compile", "not judged");
+  const char *name = cand_name(cand);
+  int tri = !strcmp(cand->lang, "triton");
+  cJSON_AddItemToObject(res, "compile",
+                        tri ? evtri_compile_json(&b->tp, arch_of(ev))
+                            : compile_json(b->cm, arch_of(ev)));
+  kevo_error err = {0};
+  cJSON *req = NULL;
+  kevo_blob blobs[EVTRI_MAX_JOBS + 1];
+  int ncand = tri ? (int)b->tp.njobs : 1;
+
+  if (compile_failed(ev, res, cand, b)) goto done;
   if (compile_reference(ev)) {
     set_verdict(res, "error", "compile", "the recipe's reference does not build: %s",
                 ev->ref_err.msg);
@@ -587,30 +580,27 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
                           cJSON_Duplicate(cJSON_GetObjectItem(dev, "copy_gbps"), 1));
   }
   launch_device ld;
-  device_of(dev, &ld);
+  eval_device_of(dev, &ld);
 
   req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", name);
-  if (build_request(ev, req, &err)) {
+  if (eval_build_request(ev->recipe, &ev->cfg, req, ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }
-  chunk cc = {cand->launch, cand->launch ? strlen(cand->launch) : 0,
-              cand->launch_name ? cand->launch_name : "launch",
-              cand->launch_line > 0 ? cand->launch_line : 1};
-  if (!cand->launch) {
-    launch_block b;
-    if (launch_extract(cand->lang, cand->source, cand->len, &b, &err)) {
-      set_verdict(res, "launch_error", "compile", "%s: %s", name, err.msg);
-      goto done;
-    }
-    cc = (chunk){b.text, b.len, name, b.line};
+  chunk cc;
+  if (candidate_chunk(cand, name, &cc, &err)) {
+    set_verdict(res, "launch_error", "compile", "%s", err.msg);
+    goto done;
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
   knob_set ks;
-  knobs_with_defaults(cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
-  int lrc = resolve_plans(ev, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, cm, shapes, "candidate", &err);
+  knobs_with_defaults(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
+                      &ks);
+  int lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
+                          tri ? NULL : b->cm, shapes, "candidate", &err);
   knob_set_free(&ks);
+  if (!lrc && tri) lrc = evtri_finish(&b->tp, shapes, dtype_of, ev->recipe, &err);
   if (lrc && !(lrc == KEVO_E_NOGPU && nogpu[0])) {
     set_verdict(res, "launch_error", "compile", "%s", err.msg);
     goto done;
@@ -619,35 +609,39 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, cuda_module *cm, 
     set_verdict(res, "no_gpu", "verify", "verification needs a GPU: %s", nogpu);
     goto done;
   }
+  for (int i = 0; i < ncand; i++)
+    blobs[i] = tri ? (kevo_blob){b->tp.jobs[i].mod->cubin, b->tp.jobs[i].mod->cubin_size}
+                   : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
   kevo_frame reply;
   evalclient_stats before = evalclient_get_stats(ev->client);
   double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : DEFAULT_DEADLINE_S;
   int wrc;
   if (ev->torch_key[0]) {
-    wrc = torch_request(ev, req, cm, deadline, &reply, &err);
+    wrc = torch_request(ev, req, blobs, (size_t)ncand, deadline, &reply, &err);
     goto judged;
   }
   const kevo_source *ref = &ev->recipe->reference;
   chunk rc_chunk = {ref->launch, ref->launch ? strlen(ref->launch) : 0, ev->recipe->path,
-                    ref->launch_line};
+                    ref->launch_line, ref->lang};
   if (!ref->launch) {
-    launch_block b;
-    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &b, &err)) {
+    launch_block lb;
+    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &lb, &err)) {
       set_verdict(res, "error", "compile", "the recipe's reference: %s: %s", ref->file, err.msg);
       goto done;
     }
-    rc_chunk = (chunk){b.text, b.len, ref->file, b.line};
+    rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
   }
-  knobs_with_defaults(NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
-  lrc = resolve_plans(ev, &rc_chunk, ks.d, ks.n, &ld, 1, ev->ref_mod, shapes, "reference", &err);
+  knobs_with_defaults(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &rc_chunk, ks.d, ks.n, &ld, ncand,
+                      ev->ref_mod, shapes, "reference", &err);
   knob_set_free(&ks);
   if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
     goto done;
   }
 
-  kevo_blob blobs[2] = {{cm->cubin, cm->cubin_size}, {ev->ref_mod->cubin, ev->ref_mod->cubin_size}};
-  wrc = evalclient_request(ev->client, req, blobs, 2, deadline, &reply, &err);
+  blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
+  wrc = evalclient_request(ev->client, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
 judged:
   if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
@@ -659,7 +653,7 @@ judged:
   } else if (wrc) {
     set_verdict(res, "error", "verify", "%s", err.msg);
   } else {
-    merge_reply(res, reply.header, dev);
+    eval_merge_reply(res, reply.header, dev);
     kevo_frame_free(&reply);
   }
 
@@ -669,15 +663,6 @@ done:
   cJSON_AddStringToObject(res, "feedback", fb ? fb : "");
   free(fb);
   return res;
-}
-
-static void compile_opts_of(evaluator *ev, const eval_candidate *c, cuda_compile_opts *o) {
-  *o = (cuda_compile_opts){.source = c->source,
-                           .len = c->len,
-                           .name = base_name(c->name ? c->name : "candidate.cu"),
-                           .arch = arch_of(ev),
-                           .defines = c->knobs,
-                           .ndefines = c->nknobs};
 }
 
 static int check_candidate(const eval_candidate *c, kevo_error *err) {
@@ -692,51 +677,156 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
   return evaluator_run_many(ev, cand, 1, result, err);
 }
 
+/* Compiles every Triton job of the batch on the pool's servers at once. */
+static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n) {
+  size_t njobs = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict) njobs += bs[i].tp.njobs;
+  if (!njobs) return;
+  triton_compile_opts *o = calloc(njobs, sizeof *o);
+  triton_module **mods = calloc(njobs, sizeof *mods);
+  int *rcs = calloc(njobs, sizeof *rcs);
+  kevo_error *errs = calloc(njobs, sizeof *errs);
+  triton_pool *p = pool_of(ev);
+  size_t k = 0;
+  for (size_t i = 0; o && mods && rcs && errs && i < n; i++) {
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    for (size_t j = 0; j < bs[i].tp.njobs; j++)
+      evtri_compile_opts(&bs[i].tp, j, cands[i].source, cands[i].len, cand_name(&cands[i]),
+                         arch_of(ev), &o[k++]);
+  }
+  if (p && k == njobs) triton_compile_many(p, o, njobs, mods, rcs, errs);
+  k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    for (size_t j = 0; j < bs[i].tp.njobs; j++, k++) {
+      evtri_job *jb = &bs[i].tp.jobs[j];
+      if (!p) {
+        jb->rc = ev->tp_rc;
+        jb->err = ev->tp_err;
+      } else if (k < njobs && mods && rcs && errs && o) {
+        jb->mod = mods[k];
+        jb->rc = rcs[k];
+        jb->err = errs[k];
+      } else {
+        jb->rc = kevo_fail(&jb->err, KEVO_E_NOMEM, "no memory to compile %zu kernels", njobs);
+      }
+    }
+  }
+  free(o);
+  free(mods);
+  free(rcs);
+  free(errs);
+}
+
+/* CUDA compiles run on a thread of their own, one group of as many candidates as there are
+ * CPUs at a time (cuda_compile_many), while this thread judges the candidates already
+ * compiled: the GPU works on group k while group k+1 compiles. */
+typedef struct compile_pipe {
+  const char *arch;
+  const eval_candidate *cands;
+  built *bs;
+  size_t n;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  size_t done; /* candidates [0, done) are compiled (or are not CUDA) */
+} compile_pipe;
+
+static void compile_group(compile_pipe *cp, size_t from, size_t to) {
+  cuda_compile_opts opts[256];
+  cuda_module *mods[256];
+  int rcs[256];
+  size_t which[256], k = 0;
+  kevo_error *errs = calloc(256, sizeof *errs);
+  if (!errs) {
+    for (size_t i = from; i < to; i++)
+      cp->bs[i].crc = kevo_fail(&cp->bs[i].cerr, KEVO_E_NOMEM, "no memory to compile");
+    return;
+  }
+  for (size_t i = from; i < to; i++)
+    if (!strcmp(cp->cands[i].lang, "cuda")) {
+      const eval_candidate *c = &cp->cands[i];
+      opts[k] = (cuda_compile_opts){.source = c->source,
+                                    .len = c->len,
+                                    .name = base_name(cand_name(c)),
+                                    .arch = cp->arch,
+                                    .defines = c->knobs,
+                                    .ndefines = c->nknobs};
+      mods[k] = NULL;
+      which[k++] = i;
+    }
+  if (k == 1) {
+    memset(&errs[0], 0, sizeof errs[0]);
+    rcs[0] = cuda_compile(&opts[0], &mods[0], &errs[0]);
+  } else if (k > 1) {
+    cuda_compile_many(opts, k, mods, rcs, errs);
+  }
+  for (size_t j = 0; j < k; j++) {
+    cp->bs[which[j]].cm = mods[j];
+    cp->bs[which[j]].crc = rcs[j];
+    cp->bs[which[j]].cerr = errs[j];
+  }
+  free(errs);
+}
+
+static void *compile_main(void *arg) {
+  compile_pipe *cp = arg;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t group = cpus < 1 ? 1 : cpus > 256 ? 256 : (size_t)cpus;
+  for (size_t from = 0; from < cp->n; from += group) {
+    size_t to = from + group < cp->n ? from + group : cp->n;
+    compile_group(cp, from, to);
+    pthread_mutex_lock(&cp->mu);
+    cp->done = to;
+    pthread_cond_broadcast(&cp->cv);
+    pthread_mutex_unlock(&cp->mu);
+  }
+  return NULL;
+}
+
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err) {
   for (size_t i = 0; i < n; i++) {
     results[i] = NULL;
     if (check_candidate(&cands[i], err)) return kevo_fail_prefix(err, "candidate %zu: ", i + 1);
   }
-  cuda_compile_opts *opts = calloc(n ? n : 1, sizeof *opts);
-  size_t *which = calloc(n ? n : 1, sizeof *which);
-  cuda_module **mods = calloc(n ? n : 1, sizeof *mods);
-  int *rcs = calloc(n ? n : 1, sizeof *rcs);
-  kevo_error *errs = calloc(n ? n : 1, sizeof *errs);
+  built *bs = calloc(n ? n : 1, sizeof *bs);
+  if (!bs) return kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
   int rc = KEVO_OK;
-  if (!opts || !which || !mods || !rcs || !errs) {
-    rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
-    goto out;
-  }
-  size_t ncuda = 0;
+  compile_pipe cp = {.arch = arch_of(ev), .cands = cands, .bs = bs, .n = n};
+  pthread_mutex_init(&cp.mu, NULL);
+  pthread_cond_init(&cp.cv, NULL);
+  pthread_t th;
+  int threaded = pthread_create(&th, NULL, compile_main, &cp) == 0;
+  if (!threaded) compile_main(&cp);
+  /* Meanwhile: the worker's hello, the reference, and the Triton candidates (their launch
+   * chunks give the signatures; then every Triton compile at once). */
+  const cJSON *dev = NULL;
+  kevo_error derr = {0};
+  int have_dev = evaluator_device(ev, &dev, &derr) == KEVO_OK;
+  compile_reference(ev);
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(cands[i].lang, "cuda")) {
-      compile_opts_of(ev, &cands[i], &opts[ncuda]);
-      which[ncuda++] = i;
-    }
-  if (ncuda == 1)
-    rcs[0] = cuda_compile(&opts[0], &mods[0], &errs[0]);
-  else if (ncuda > 1)
-    cuda_compile_many(opts, ncuda, mods, rcs, errs);
-  for (size_t i = 0, k = 0; i < n; i++) {
-    int is_cuda = k < ncuda && which[k] == i;
-    cuda_module *m = is_cuda ? mods[k] : NULL;
-    int crc = is_cuda ? rcs[k] : KEVO_OK;
-    kevo_error none = {0};
-    results[i] = judge(ev, &cands[i], m, crc, is_cuda ? &errs[k] : &none);
-    if (is_cuda) k++;
+    if (!strcmp(cands[i].lang, "triton"))
+      triton_prepare(ev, &cands[i], have_dev ? dev : NULL, &bs[i]);
+  compile_triton(ev, cands, bs, n);
+  for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&cp.mu);
+    while (cp.done <= i)
+      pthread_cond_wait(&cp.cv, &cp.mu);
+    pthread_mutex_unlock(&cp.mu);
+    results[i] = judge(ev, &cands[i], &bs[i]);
     if (!results[i]) {
       rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");
       break;
     }
   }
-  for (size_t k = 0; k < ncuda; k++)
-    cuda_module_free(mods[k]);
-out:
-  free(opts);
-  free(which);
-  free(mods);
-  free(rcs);
-  free(errs);
+  if (threaded) pthread_join(th, NULL);
+  pthread_mutex_destroy(&cp.mu);
+  pthread_cond_destroy(&cp.cv);
+  for (size_t i = 0; i < n; i++) {
+    cuda_module_free(bs[i].cm);
+    evtri_prep_free(&bs[i].tp);
+  }
+  free(bs);
   return rc;
 }

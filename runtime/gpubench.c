@@ -3,7 +3,14 @@
  * launches only; the L2 is flushed before every rep and outputs are poisoned after it, both
  * untimed, so no rep sees another's cached data or results. Repetitions go on until both
  * relative standard errors are under the target, or the time or rep cap. Then the candidate is
- * checked once more against the reference, and its time against the physical floor. */
+ * checked once more against the reference, and its time against the physical floor.
+ *
+ * Every candidate rep, warm-up included, is also checked: right after it (untimed, before the
+ * poisoning) its outputs are checksummed into a slot of a device array. Verification already
+ * demanded bitwise-identical outputs from two runs, so after the final check against the
+ * reference every timed rep's checksum must equal the verified output's: a kernel that skips
+ * work or changes its answer once it is being timed fails whichever rep it does it in, however
+ * many calls it waits first (no minimum rep count is needed for that). */
 #include "gpueval_int.h"
 
 #include <cjson/cJSON.h>
@@ -62,8 +69,19 @@ static summary summarize(const double *v, int n) {
   return s;
 }
 
-/* One rep of plan p: [flush L2], start event, launches, stop event, then poison the outputs. */
-static int rep(ev *e, ev_shape *s, ev_plan *p, int cand, CUevent a, CUevent b, int flush) {
+/* Adds the checksum of every output buffer (guard band included) of shape s into *slot. */
+static CUresult checksum_outputs(ev *e, ev_shape *s, CUdeviceptr slot) {
+  CUresult r = CUDA_SUCCESS;
+  for (int i = 0; !r && i < e->ntensors; i++)
+    if (e->tensors[i].output)
+      r = devk_checksum(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes, slot);
+  return r;
+}
+
+/* One rep of plan p: [flush L2], start event, launches, stop event, [checksum the candidate's
+ * outputs into slot], then poison the outputs. */
+static int rep(ev *e, ev_shape *s, ev_plan *p, int cand, CUevent a, CUevent b, int flush,
+               CUdeviceptr slot) {
   kevo_gpu *g = e->g;
   CUresult r = CUDA_SUCCESS;
   if (flush) r = DRV->cuMemsetD32Async(g->flush, ++g->flush_count, g->flush_bytes / 4, g->stream);
@@ -71,18 +89,19 @@ static int rep(ev *e, ev_shape *s, ev_plan *p, int cand, CUevent a, CUevent b, i
   if (r) return ev_cuda_fail(e, r, "timing");
   if (ev_plan_run(e, p, cand)) return -1;
   r = DRV->cuEventRecord(b, g->stream);
+  if (!r && cand && slot) r = checksum_outputs(e, s, slot);
   if (r) return ev_cuda_fail(e, r, "timing");
   return ev_poison_outputs(e, s, ev_poison_a);
 }
 
 /* Runs pairs of reps (candidate and reference, order alternating) and appends their times. */
 static int pair(ev *e, ev_shape *s, CUevent *ev4, int k, const bench_opts *o, double *tc,
-                double *tr) {
+                double *tr, CUdeviceptr slot) {
   int cand_first = k % 2 == 0 || s->ref.nk == 0;
   int nplans = s->ref.nk == 0 ? 1 : 2; /* an external reference is timed by its own host */
   for (int j = 0; j < nplans; j++) {
     int cand = (j == 0) == cand_first;
-    if (rep(e, s, cand ? &s->cand : &s->ref, cand, ev4[2 * j], ev4[2 * j + 1], o->l2_flush))
+    if (rep(e, s, cand ? &s->cand : &s->ref, cand, ev4[2 * j], ev4[2 * j + 1], o->l2_flush, slot))
       return -1;
   }
   /* a failure surfacing here is the candidate's unless the reference alone ran badly; the
@@ -120,8 +139,12 @@ int ev_bench(ev *e, ev_shape *s) {
   double *tc = malloc((size_t)o.max_reps * sizeof *tc),
          *tr = malloc((size_t)o.max_reps * sizeof *tr);
   int *clk = malloc((size_t)o.max_reps * sizeof *clk);
-  int rc = -1, n = 0, nclk = 0, temp_max = -1;
-  if (!tc || !tr || !clk) {
+  int rc = -1, n = 0, nclk = 0, temp_max = -1, nwarm = 0;
+  /* checksum slots: [0] the sum over warm-up reps, [1 + k] timed rep k, [max_reps + 1] the
+   * verified output */
+  CUdeviceptr sums = 0;
+  uint64_t *host_sums = calloc((size_t)o.max_reps + 2, sizeof *host_sums);
+  if (!tc || !tr || !clk || !host_sums) {
     ev_fail(e, "error", "bench", "no host memory for %d timing samples", o.max_reps);
     goto out;
   }
@@ -132,12 +155,21 @@ int ev_bench(ev *e, ev_shape *s) {
       goto out;
     }
   }
+  CUresult mr = DRV->cuMemAlloc(&sums, ((size_t)o.max_reps + 2) * 8);
+  if (!mr) mr = DRV->cuMemsetD32Async(sums, 0, ((size_t)o.max_reps + 2) * 2, g->stream);
+  if (mr) {
+    sums = 0;
+    ev_cuda_fail(e, mr, "allocating rep checksums");
+    goto out;
+  }
+  /* every candidate rep must leave the same guard band as the final check does */
+  if (ev_poison_outputs(e, s, ev_poison_a)) goto out;
   double t0 = ev_now_ms(), c, rf;
-  for (int k = 0; k < 2 || ev_now_ms() - t0 < o.warmup_ms; k++)
-    if (pair(e, s, evs, k, &o, &c, &rf)) goto out;
+  for (int k = 0; k < 2 || ev_now_ms() - t0 < o.warmup_ms; k++, nwarm++)
+    if (pair(e, s, evs, k, &o, &c, &rf, sums)) goto out;
   t0 = ev_now_ms();
   for (;;) {
-    if (pair(e, s, evs, n, &o, &tc[n], &tr[n])) goto out;
+    if (pair(e, s, evs, n, &o, &tc[n], &tr[n], sums + 8 * ((CUdeviceptr)n + 1))) goto out;
     n++;
     int mhz = kevo_nvml_sm_clock(g->nvml), temp = kevo_nvml_temp(g->nvml);
     if (mhz > 0) clk[nclk++] = mhz;
@@ -181,6 +213,31 @@ int ev_bench(ev *e, ev_shape *s) {
   add(b, "wall_ms", wall, 10);
   /* the candidate must still be right after being called many times */
   if (ev_recheck(e, s, "bench")) goto out;
+  /* ... and must have given that same output in every rep, timed or warm-up */
+  CUdeviceptr golden = sums + 8 * ((CUdeviceptr)o.max_reps + 1);
+  mr = checksum_outputs(e, s, golden);
+  if (!mr) mr = DRV->cuStreamSynchronize(g->stream);
+  if (!mr) mr = DRV->cuMemcpyDtoH(host_sums, sums, ((size_t)o.max_reps + 2) * 8);
+  if (mr) {
+    ev_cuda_fail(e, mr, "reading rep checksums");
+    goto out;
+  }
+  uint64_t want = host_sums[o.max_reps + 1];
+  for (int k = 0; k < n; k++) {
+    if (host_sums[k + 1] != want) {
+      ev_fail(e, "wrong", "bench",
+              "timed repetition %d of %d gave a different output than the verified one (a kernel "
+              "must compute the same answer every time it is called)",
+              k + 1, n);
+      goto out;
+    }
+  }
+  if (host_sums[0] != want * (uint64_t)nwarm) {
+    ev_fail(e, "wrong", "bench",
+            "a warm-up repetition gave a different output than the verified one (a kernel must "
+            "compute the same answer every time it is called)");
+    goto out;
+  }
   if (floor_ms > 0 && sc.median < 0.9 * floor_ms) {
     ev_fail(e, "implausible", "bench",
             "median %.4f ms is under 0.9x the physical floor of %.4f ms (%.0f bytes at the "
@@ -191,6 +248,8 @@ int ev_bench(ev *e, ev_shape *s) {
   }
   rc = 0;
 out:
+  if (sums) DRV->cuMemFree(sums);
+  free(host_sums);
   for (int i = 0; i < 4; i++)
     if (evs[i]) DRV->cuEventDestroy(evs[i]);
   free(tc);

@@ -34,6 +34,12 @@ void **ev_refcache_get(ev_refcache *c, const char key[65]);
 /* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
  * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
 void ev_refcache_put(ev_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes);
+/* A host buffer for the cache: page-locked when the driver gives it, else malloc'd; released
+ * with ev_host_release(buf, g). */
+void *ev_host_alloc(kevo_gpu *g, size_t bytes);
+void ev_host_release(void *buf, void *ud);
+/* Buffers are released with release(buf, ud) instead of free() once this is set. */
+void ev_refcache_set_release(ev_refcache *c, void (*release)(void *buf, void *ud), void *ud);
 
 struct kevo_gpu {
   cudrv drv;

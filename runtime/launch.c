@@ -559,7 +559,10 @@ static int check_kernel(checker *c, size_t k, cJSON *kernels) {
   if (rc) return rc;
   lua_getfield(L, -1, "block");
   snprintf(sub, sizeof sub, "%s.block", path);
-  rc = check_dim3(c, sub, block_lim, 1024, cJSON_AddArrayToObject(kj, "block"));
+  if (lua_isnil(L, -1) && c->env->block_optional) /* Triton: num_warps decides it */
+    rc = KEVO_OK;
+  else
+    rc = check_dim3(c, sub, block_lim, 1024, cJSON_AddArrayToObject(kj, "block"));
   lua_pop(L, 1);
   if (rc) return rc;
 

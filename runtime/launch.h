@@ -60,6 +60,8 @@ typedef struct launch_env {
   size_t nbuffers;
   const launch_device *device; /* NULL: unknown */
   int module;                  /* index written into every kernel's "module" */
+  int block_optional;          /* 1: a launch may leave out block (Triton sources: the block
+                                  comes from num_warps); the plan then has no "block" */
 } launch_env;
 
 /* Runs chunk `text` (named `chunkname`, e.g. "softmax.cu"; its first line is line `first_line`

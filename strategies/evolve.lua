@@ -90,14 +90,20 @@ local function run(ctx, opts)
   else
     local owner = {}
     local seeds = ctx.seeds
-    if #seeds == 0 then return end
-    for i = 1, nis do
-      for j = 1, pop_size do
-        local s = seeds[((i - 1) * pop_size + j - 1) % #seeds + 1]
-        local k = (i == 1 and j <= #seeds) and ctx:default_knobs(s.space)
-                  or ctx:random_knobs(s.space, rng)
-        init[#init + 1] = ctx:candidate(s, k, "seed")
-        owner[#init] = i
+    if #seeds == 0 then -- an imported problem: the LLM writes one kernel per island
+      for j, c in ipairs(ctx:seed_candidates(nis)) do
+        init[j], owner[j] = c, (j - 1) % nis + 1
+      end
+      if #init == 0 then return end
+    else
+      for i = 1, nis do
+        for j = 1, pop_size do
+          local s = seeds[((i - 1) * pop_size + j - 1) % #seeds + 1]
+          local k = (i == 1 and j <= #seeds) and ctx:default_knobs(s.space)
+                    or ctx:random_knobs(s.space, rng)
+          init[#init + 1] = ctx:candidate(s, k, "seed")
+          owner[#init] = i
+        end
       end
     end
     for j, e in ipairs(ctx:evaluate(init)) do

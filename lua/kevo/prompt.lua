@@ -6,7 +6,8 @@
 --   prompt.messages{task=, lang=, best=, last=, notes=}   -> {{role=, content=}, ...}
 --   prompt.followup{result=, best=, notes=}               -> text for the next user turn
 -- `best` and `last` are {source=, launch=, result=}. A task is a recipe table (name, summary,
--- params, shapes, inputs, outputs, cost, prompt) or any table with those fields.
+-- params, shapes, inputs, outputs, cost, prompt, reference) or any table with those fields; a
+-- PyTorch reference ({lang = "torch", source = text}, kevo import) is given as the specification.
 local M = {}
 
 local MAX_DIAGNOSTICS, MAX_TEXT = 12, 4000
@@ -108,10 +109,18 @@ function M.task(task)
     add("Shapes that must also verify: " .. table.concat(s, " "))
   end
   if type(task.cost) == "table" then
-    add(string.format("Cost at the benchmark shape: %s bytes moved, %s flops",
-      tostring(task.cost.bytes or "?"), tostring(task.cost.flops or "?")))
+    add(string.format("Cost at the benchmark shape: %s bytes moved%s",
+      tostring(task.cost.bytes or "?"), task.cost.flops and (", " .. task.cost.flops .. " flops") or ""))
   end
   if task.prompt and task.prompt ~= "" then add("Notes from the recipe:\n" .. tostring(task.prompt)) end
+  local ref = task.reference
+  if type(ref) == "table" and ref.lang == "torch" and type(ref.source) == "string" then
+    add("Specification: the reference is this PyTorch problem. The kernel must compute what "
+      .. "Model.forward returns, from the inputs in the order above (the forward's arguments, "
+      .. "then the model's parameters and buffers); kevo draws its own inputs and weights, so "
+      .. "get_inputs() and the model's initialisation only show their shapes:\n```python\n"
+      .. clip(ref.source, 16000):gsub("\n+$", "") .. "\n```")
+  end
   return table.concat(lines, "\n")
 end
 

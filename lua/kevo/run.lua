@@ -236,15 +236,16 @@ local function make_proposer(llm_cfg, ctx_ref)
   return {
     propose = function(parent, entry, feedback, n, task)
       local notes = {}
-      if parent.knobs and next(parent.knobs) then
+      if parent and parent.knobs and next(parent.knobs) then
         notes[#notes + 1] = "It was compiled with these knob values (-D defines for CUDA, " ..
           "constexpr arguments for Triton): " .. search.knobs_key(parent.knobs) ..
           ". Keep a knob's name if your kernel still uses it."
       end
       if feedback and (not entry or feedback ~= entry.feedback) then notes[#notes + 1] = feedback end
+      local lang = parent and parent.lang or "cuda" -- no parent: written from the task alone
       local messages = prompt.messages{
-        task = task, lang = parent.lang,
-        best = {source = parent.source, launch = parent.launch, result = entry},
+        task = task, lang = lang,
+        best = parent and {source = parent.source, launch = parent.launch, result = entry},
         notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
       local replies, msg, code = llm.generate{messages = messages, n = n}
       if not replies then
@@ -259,7 +260,7 @@ local function make_proposer(llm_cfg, ctx_ref)
         local cands, why = extract.candidates(r)
         local pick
         for _, c in ipairs(cands or {}) do
-          if not pick and c.lang == parent.lang then pick = c end
+          if not pick and c.lang == lang then pick = c end
         end
         pick = pick or (cands and cands[1])
         if pick then
@@ -376,6 +377,15 @@ function M.execute(cfg, host)
   local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
                                      cfg.sets, host)
   local seeds = task_seeds(task, host)
+  if #seeds == 0 and not llm_cfg then
+    usage_error("%s has no seed kernels to tune; configure an LLM (--llm provider:model, or llm = "
+                .. "in kevo.conf; docs/llm.md) so kevo can write candidates", recipe_path)
+  end
+  local ref = task.reference
+  if type(ref) == "table" and ref.lang == "torch" and ref.file and not ref.source then
+    -- the PyTorch problem is the specification the LLM writes kernels to (kevo.prompt)
+    ref.source = host.read_file(ref.file)
+  end
   local evaluator, evaluator_name = make_evaluator(task, cfg, host)
   local archive = require "kevo.archive"
   local dbpath = cfg.db or archive.default_path()
@@ -473,6 +483,12 @@ function M.summary(ctx, s)
   print(string.format("best: candidate %d, %.2fx the reference (%.4g ms vs %.4g ms)%s", b.id,
     b.score or 0, bench.median_ms or 0, bench.ref_median_ms or 0,
     bench.roofline_pct and string.format(", %.0f%% of roofline", bench.roofline_pct) or ""))
+  if bench.eager_ms then -- a PyTorch reference (kevo import): both baselines, same session
+    print(string.format("  vs PyTorch: %.2fx eager (%.4g ms)%s", bench.eager_ms / bench.median_ms,
+      bench.eager_ms, bench.compiled_ms and string.format(", %.2fx torch.compile (%.4g ms)",
+        bench.compiled_ms / bench.median_ms, bench.compiled_ms) or
+        (", torch.compile: " .. (bench.compile_error or "not measured"))))
+  end
   if b.candidate.knobs and next(b.candidate.knobs) then
     print("  knobs: " .. search.knobs_key(b.candidate.knobs))
   end

@@ -17,14 +17,16 @@
 --                         --max-evals. A candidate already evaluated in this run is not evaluated
 --                         again: its earlier entry comes back (free).
 --   ctx:propose(parent, feedback, n)  asks the LLM for n rewrites of parent (an entry or a
---                         candidate); returns candidates (maybe fewer than n), or nil when no LLM
---                         is configured.
+--                         candidate), or, parent nil, for n kernels written from the task alone;
+--                         returns candidates (maybe fewer than n), or nil when no LLM is
+--                         configured.
 --   ctx:history()         every entry so far, in evaluation order (a fresh list)
 --   ctx:top(k)            the k best verified entries, best first, one per distinct candidate
 --   ctx:budget_left()     {evals=, seconds=, tokens=}; nil fields are unlimited
 --   ctx:log(fmt, ...)     one line on stderr (above the progress line)
 --   ctx:knob_space(x)     the knob space of a seed, an entry or a candidate (ordered list)
---   ctx:seed_candidates() one candidate per seed at its default knobs (the first value of each)
+--   ctx:seed_candidates([n])  one candidate per seed at its default knobs (the first value of
+--                         each); without seeds, n (2) the LLM writes from the task (ctx:propose)
 --   ctx:neighbors(x, k)   up to k new candidates that change one knob of x (an entry or candidate)
 --   ctx:known(c)          true when candidate c was evaluated in this run already
 --   ctx:random_knobs(space)  a random point of a space
@@ -218,7 +220,7 @@ Ctx.__index = Ctx
   opts.seeds      list of {lang, source, launch, file, space}
   opts.evaluator  {evaluate_many = function(list of candidates) -> list of results}
   opts.proposer   nil, or {propose = function(parent_candidate, parent_entry, feedback, n, task)
-                  -> candidates, tokens_used}
+                  -> candidates, tokens_used}; parent_candidate nil: write from the task alone
   opts.archive    nil, or an open kevo.archive handle; opts.run: the run id
   opts.seed       the run's seed; opts.max_evals, opts.time_s, opts.max_tokens: budgets
   opts.clock      function() -> seconds (monotonic); opts.interrupted: function() -> bool
@@ -429,13 +431,14 @@ function Ctx:propose(parent, feedback, n)
   if math.type(n) ~= "integer" or n < 1 then error("ctx:propose: n must be a positive integer", 2) end
   local entry = parent and parent.candidate and parent or nil
   local cand = entry and entry.candidate or parent
-  if type(cand) ~= "table" or type(cand.source) ~= "string" then
-    error("ctx:propose: parent must be an entry or a candidate", 2)
+  if cand ~= nil and (type(cand) ~= "table" or type(cand.source) ~= "string") then
+    error("ctx:propose: parent must be an entry, a candidate or nil", 2)
   end
   self:_check_stop("propose")
   local cands, used = p.propose(cand, entry, feedback, n, self.task)
   self.tokens = self.tokens + (used or 0)
   local out = {}
+  cand = cand or {lang = "cuda"} -- written from the task alone: no parent, no knobs
   for _, c in ipairs(cands or {}) do
     out[#out + 1] = {lang = c.lang or cand.lang, source = c.source, launch = c.launch or cand.launch,
                      knobs = c.knobs or copy(cand.knobs), parent = cand.id, origin = "llm",
@@ -519,7 +522,10 @@ function Ctx:random_knobs(space, rng)
   return k
 end
 
-function Ctx:seed_candidates()
+-- One candidate per seed at its default knobs. A recipe without seeds (an imported problem)
+-- gets n (default 2) candidates the LLM writes from the task alone, or none without an LLM.
+function Ctx:seed_candidates(n)
+  if #self.seeds == 0 then return self:propose(nil, nil, n or 2) or {} end
   local out = {}
   for i, s in ipairs(self.seeds) do
     out[i] = self:candidate(s, self:default_knobs(s.space), "seed")

@@ -26,12 +26,19 @@ cat > "$tmp/sources.lua" <<'EOF'
 local ev = assert(require("kevo.evaluator").new{recipe = arg[1]})
 local r = ev:recipe()
 print(r.reference.file)
-for _, s in ipairs(r.seeds) do if s.lang == "cuda" then print(s.file) end end
+-- every seed, CUDA and Triton, at the first point of its knob space
+for _, s in ipairs(r.seeds) do
+  local sets = {}
+  for k, vs in pairs(s.space or {}) do sets[#sets + 1] = "--set " .. k .. "=" .. tostring(vs[1]) end
+  table.sort(sets)
+  print(s.file .. (#sets > 0 and " " .. table.concat(sets, " ") or ""))
+end
 EOF
 for recipe in "$KEVO_SRC"/recipes/*.yaml; do
   "$KEVO" script "$tmp/sources.lua" "$recipe" > "$tmp/files" || { echo "FAIL: cannot list $recipe"; fail=1; continue; }
-  while read -r file; do
-    if "$KEVO" eval "$recipe" "$file" > "$tmp/out" 2>&1; then
+  while read -r file sets; do
+    # shellcheck disable=SC2086 # sets is "--set K=V ..."
+    if "$KEVO" eval "$recipe" "$file" $sets > "$tmp/out" 2>&1; then
       echo "ok   $(basename "$recipe" .yaml) $(basename "$file"): $(grep -E '^  (time|reference) ' "$tmp/out" | tr -s ' ' | tr '\n' ';')"
     else
       echo "FAIL $(basename "$recipe" .yaml) $(basename "$file") is not judged ok:"; sed 's/^/  | /' "$tmp/out"; fail=1

@@ -80,6 +80,55 @@ t "bad --set exits 2" 2 "$KEVO" eval "$recipe" "$tmp/broken.cu" --set BLOCK
 t "eval --help" 0 "$KEVO" eval --help
 has "exit: 0 the kernel is correct"
 
+# Triton candidates go through the same evaluator: compiled by the Triton servers (a disk
+# cache of their own, so the compile really runs), then sent to the worker.
+probe=$("$KEVO" script <(printf 'local t = require "kevo.triton"\nlocal ok, why = t.available()\nprint(ok and "yes" or why)\n') 2>&1)
+if [ "$probe" != "yes" ]; then
+  echo "skip Triton cases: Triton is not available to kevo: $probe (scripts/setup.sh, or KEVO_PYTHON)" >&2
+else
+  export KEVO_CACHE="$tmp/cache"
+  t "Triton seed compiles, then needs a GPU" 1 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/softmax/softmax.py" --set BLOCK=1024 --set num_warps=8 --json
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verdict"] == "no_gpu" and r["stage"] == "verify", r
+c = r["compile"]
+assert c["lang"] == "triton" and not c["diagnostics"] and not c["cached"], c
+k = c["kernels"][0]
+assert k["name"] == "softmax" and k["num_warps"] == 8, k
+' "$out" || { echo "FAIL: Triton seed result"; sed 's/^/  | /' "$out"; fail=1; }
+  t "--lang triton, default num_warps" 1 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/softmax/softmax.py" --lang triton --set BLOCK=512
+  has "verdict +no_gpu"
+  has "softmax: num_warps 4, num_stages 3"
+  cat > "$tmp/bad_triton.py" <<'EOF'
+"""kevo:launch
+return {kernels = {{name = "softmax", grid = {M}, args = {"x", "y", i32(M), i32(N)}}}}
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr = 1024):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * N + cols, mask=cols < N)
+    tl.store(y_ptr + row * N + cols, undefined_name + x, mask=cols < N)
+EOF
+  t "Triton compile error exits 1" 1 "$KEVO" eval "$recipe" "$tmp/bad_triton.py"
+  has "verdict +compile_error"
+  has "bad_triton.py:13:38: NameError"
+  has "line 13:38: error: .*undefined_name"
+  sed -e 's/^import triton$/import triton\nimport os/' "$tmp/bad_triton.py" > "$tmp/evil.py"
+  t "Triton allow-list refusal exits 1" 1 "$KEVO" eval "$recipe" "$tmp/evil.py"
+  has "verdict +compile_error"
+  has "evil.py:5:1: import of 'os' is not allowed"
+  sed -e 's/grid = {M},/grid = {M}, block = {256},/' "$tmp/bad_triton.py" | sed -e 's/undefined_name + x/x/' > "$tmp/block.py"
+  t "Triton: block comes from num_warps" 1 "$KEVO" eval "$recipe" "$tmp/block.py"
+  has "verdict +launch_error"
+  has "block for Triton kernel 'softmax' comes from num_warps"
+fi
+
 rm -rf "$tmp" "$out"
 [ $fail = 0 ] && echo "eval without a GPU: all passed"
 exit $fail

@@ -95,10 +95,10 @@ check(res.verdict == "wrong" and res.stage == "verify" and res.verify.worst.inde
 has(res.feedback, "Worst element: y[3, 1000] (flat index 13297) at shape M=3,N=1", "feedback")
 has(res.feedback, "expected 0.25, got 0", "feedback")
 
--- Triton has a hook, not an implementation yet
+-- a Triton candidate's launch chunk is resolved before it compiles (it gives the signature)
 res = ev:evaluate{lang = "triton", source = "'''kevo:launch\nreturn {}\n'''\n"}
-check(res.verdict == "error", "triton verdict")
-has(res.message, "Triton path not built yet")
+check(res.verdict == "launch_error" and res.stage == "compile", "triton verdict")
+has(res.message, "candidate.py:1: kevo:launch: kernels: must be a non-empty list")
 
 -- a batch compiles together and answers in order
 local batch = {}

@@ -43,4 +43,17 @@ assert(prompt.feedback(nil) == "(no evaluation result)")
 local long = prompt.feedback{verdict = "compile_error", stage = "compile",
                              compile = {log = string.rep("x", 10000)}}
 assert(#long < 5000 and long:find("more bytes", 1, true))
+-- an imported problem: the PyTorch reference is the specification; unknown flops are not "?"
+local torch_task = {name = "relu", params = {n = 8}, inputs = {{name = "x", dtype = "f32", shape = {"n"}}},
+                    outputs = {{name = "out", dtype = "f32", shape = {"n"}}}, cost = {bytes = 64},
+                    reference = {lang = "torch", file = "relu/problem.py",
+                                 source = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n"}}
+u = prompt.messages{task = torch_task}[2].content
+for _, want in ipairs{"Specification: the reference is this PyTorch problem",
+                      "```python\nclass Model(nn.Module):", "return torch.relu(x)\n```",
+                      "64 bytes moved\n", "Write a correct, fast kernel"} do
+  assert(u:find(want, 1, true), "prompt lacks: " .. want .. "\n" .. u)
+end
+assert(not u:find("? flops", 1, true) and not u:find("```cuda", 1, true))
+assert(not prompt.task(task):find("Specification", 1, true), "a recipe without a torch reference has none")
 print("prompt ok")

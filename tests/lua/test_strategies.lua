@@ -156,6 +156,43 @@ do
   assert(ctx.evals > 20 and ctx.evals <= 40, "composition made " .. ctx.evals .. " evaluations")
 end
 
+-- a recipe without seeds (kevo import): the strategies start from kernels the LLM writes from
+-- the task alone (proposer called with no parent); without an LLM there is nothing to start from
+do
+  local asked = {}
+  local written = [[extern "C" __global__ void k(float *x) {}
+/* kevo-model: speed=1.2 */]]
+  local ctx = search.new{
+    task = {name = "imported"}, seeds = {}, seed = 3, evaluator = search.model_evaluator(model, {}),
+    proposer = {propose = function(parent, entry, feedback, n)
+      asked[#asked + 1] = {parent = parent, entry = entry, n = n}
+      local out = {}
+      for i = 1, n do out[i] = {lang = "cuda", source = written .. string.rep("\n", i + #asked)} end
+      return out, 10
+    end},
+    max_evals = 6, clock = os.clock, on_log = function() end,
+  }
+  local first = ctx:seed_candidates()
+  assert(#first == 2 and asked[1].parent == nil and asked[1].entry == nil and asked[1].n == 2)
+  assert(first[1].origin == "llm" and first[1].parent == nil and first[1].lang == "cuda")
+  local ok, e = pcall(assert(strategy.load("greedy")).run, ctx, {steps = 3})
+  assert(ok or search.is_stop(e), tostring(e))
+  assert(ctx.best and ctx.best.candidate.origin == "llm", "greedy found no kernel written by the LLM")
+  assert(asked[#asked].parent ~= nil, "greedy did not go on to rewrite the LLM's kernel")
+  for _, name in ipairs{"beam", "uct", "evolve"} do
+    asked = {}
+    ctx = search.new{task = {name = "imported"}, seeds = {}, seed = 3,
+                     evaluator = search.model_evaluator(model, {}), proposer = ctx._opts.proposer,
+                     max_evals = 6, clock = os.clock, on_log = function() end}
+    ok, e = pcall(assert(strategy.load(name)).run, ctx, {})
+    assert(ok or search.is_stop(e), name .. ": " .. tostring(e))
+    assert(ctx.best and asked[1].parent == nil, name .. " did not start from the LLM's kernels")
+  end
+  local none = search.new{task = {name = "imported"}, seeds = {},
+                          evaluator = search.model_evaluator(model, {})}
+  assert(#none:seed_candidates() == 0)
+end
+
 -- misuse raises, naming the problem
 assert(not pcall(new_ctx().evaluate, new_ctx(), {{lang = "fortran", source = "x"}}))
 assert(select(3, strategy.load("nonesuch")) == "E_ARG")

@@ -1,0 +1,163 @@
+/* evalrequest.c: the evaluate request the worker gets (docs/architecture.md "Evaluator worker
+ * protocol") built from a recipe, and the worker's reply merged into a result. */
+#include "evalint.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { MIN_TRIALS = 5 };
+
+static double expr_at(const char *expr, const kevo_shape *sh, double def) {
+  double v;
+  kevo_error e;
+  if (!expr || kevo_expr_eval(expr, sh, &v, &e) != KEVO_OK) return def;
+  return v;
+}
+
+/* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
+ * bench, cost. */
+int eval_build_request(const kevo_recipe *r, const eval_config *cfg, cJSON *req, int ncand,
+                       kevo_error *err) {
+  cJSON_AddStringToObject(req, "op", "evaluate");
+  cJSON *mods = cJSON_AddArrayToObject(req, "modules");
+  for (int i = 0; i <= ncand; i++) { /* the candidate's modules, then the reference */
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "blob", i);
+    cJSON_AddStringToObject(m, "role", i < ncand ? "candidate" : "reference");
+    cJSON_AddItemToArray(mods, m);
+  }
+  static const char *const init_kinds[] = {"normal", "uniform", "randint"};
+  static const double init_def[][2] = {{0, 1}, {-1, 1}, {0, 100}};
+  cJSON *tensors = cJSON_AddArrayToObject(req, "tensors");
+  for (size_t t = 0; t < r->ntensors; t++) {
+    const kevo_tensor *tn = &r->tensors[t];
+    cJSON *tj = cJSON_CreateObject();
+    cJSON_AddStringToObject(tj, "name", tn->name);
+    cJSON_AddStringToObject(tj, "dtype", kevo_dtype_name(tn->dtype));
+    cJSON_AddStringToObject(tj, "role", tn->role == KEVO_ROLE_INPUT ? "input" : "output");
+    if (tn->role == KEVO_ROLE_INPUT) {
+      cJSON *in = cJSON_AddObjectToObject(tj, "init");
+      cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
+      cJSON_AddNumberToObject(in, "a",
+                              expr_at(tn->init.a, &r->shapes[0], init_def[tn->init.kind][0]));
+      cJSON_AddNumberToObject(in, "b",
+                              expr_at(tn->init.b, &r->shapes[0], init_def[tn->init.kind][1]));
+    }
+    cJSON_AddItemToArray(tensors, tj);
+  }
+  cJSON *shapes = cJSON_AddArrayToObject(req, "shapes");
+  for (size_t s = 0; s < r->nshapes; s++) {
+    const kevo_shape *sh = &r->shapes[s];
+    cJSON *sj = cJSON_CreateObject();
+    cJSON_AddItemToArray(shapes, sj);
+    cJSON_AddStringToObject(sj, "label", sh->label);
+    cJSON *params = cJSON_AddObjectToObject(sj, "params");
+    for (size_t i = 0; i < sh->nparams; i++)
+      cJSON_AddNumberToObject(params, sh->params[i].name, (double)sh->params[i].value);
+    cJSON *numel = cJSON_AddObjectToObject(sj, "numel");
+    cJSON *dims = cJSON_AddObjectToObject(sj, "dims");
+    cJSON *init = cJSON_AddObjectToObject(sj, "init");
+    for (size_t t = 0; t < r->ntensors; t++) {
+      const kevo_tensor *tn = &r->tensors[t];
+      int64_t n;
+      int rc = kevo_tensor_numel(tn, sh, &n, err);
+      if (rc) return kevo_fail_prefix(err, "tensor %s at shape %s: ", tn->name, sh->label);
+      if (n <= 0)
+        return kevo_fail(err, KEVO_E_RECIPE, "tensor %s has %lld elements at shape %s", tn->name,
+                         (long long)n, sh->label);
+      cJSON_AddNumberToObject(numel, tn->name, (double)n);
+      cJSON *d = cJSON_AddArrayToObject(dims, tn->name);
+      for (size_t k = 0; k < tn->rank; k++)
+        cJSON_AddItemToArray(d, cJSON_CreateNumber(expr_at(tn->dims[k], sh, 0)));
+      if (tn->role == KEVO_ROLE_INPUT) {
+        cJSON *in = cJSON_AddObjectToObject(init, tn->name);
+        cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
+        cJSON_AddNumberToObject(in, "a", expr_at(tn->init.a, sh, init_def[tn->init.kind][0]));
+        cJSON_AddNumberToObject(in, "b", expr_at(tn->init.b, sh, init_def[tn->init.kind][1]));
+      }
+    }
+  }
+  cJSON *verify = cJSON_AddObjectToObject(req, "verify");
+  cJSON_AddNumberToObject(verify, "trials", cfg->trials < MIN_TRIALS ? MIN_TRIALS : cfg->trials);
+  cJSON_AddNumberToObject(verify, "seed", (double)(cfg->seed & ((1ull << 53) - 1)));
+  cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
+  for (size_t t = 0; t < r->ntensors; t++) {
+    kevo_tolerance tl = kevo_recipe_tolerance(r, r->tensors[t].dtype);
+    const char *dn = kevo_dtype_name(r->tensors[t].dtype);
+    if (cJSON_GetObjectItem(tol, dn)) continue;
+    cJSON *o = cJSON_AddObjectToObject(tol, dn);
+    cJSON_AddNumberToObject(o, "atol", tl.atol);
+    cJSON_AddNumberToObject(o, "rtol", tl.rtol);
+  }
+  cJSON *bench = cJSON_AddObjectToObject(req, "bench");
+  cJSON_AddBoolToObject(bench, "enabled", cfg->bench);
+  cJSON_AddNumberToObject(bench, "warmup_ms", 25);
+  cJSON_AddNumberToObject(bench, "max_ms", 1500);
+  /* The worker checks every rep's output (checksum against the verified output), so a kernel
+   * that changes its answer after N calls is caught in whichever rep it does it; the minimum
+   * is for a steady median, the rse target decides the rest. */
+  cJSON_AddNumberToObject(bench, "min_reps", 10);
+  cJSON_AddNumberToObject(bench, "max_reps", 2000);
+  cJSON_AddNumberToObject(bench, "target_rse", 0.01);
+  cJSON_AddBoolToObject(bench, "l2_flush", 1);
+  cJSON *cost = cJSON_AddObjectToObject(req, "cost");
+  cJSON_AddNumberToObject(cost, "bytes", expr_at(r->cost_bytes, &r->shapes[0], 0));
+  cJSON_AddNumberToObject(cost, "flops", expr_at(r->cost_flops, &r->shapes[0], 0));
+  return KEVO_OK;
+}
+
+void eval_device_of(const cJSON *dev, launch_device *out) {
+  memset(out, 0, sizeof *out);
+  if (!dev) return;
+  out->name = cJSON_GetStringValue(cJSON_GetObjectItem(dev, "name"));
+  if (!out->name) out->name = "GPU";
+  const cJSON *sms = cJSON_GetObjectItem(dev, "sms");
+  out->sms = cJSON_IsNumber(sms) ? sms->valueint : 0;
+  const cJSON *cc = cJSON_GetObjectItem(dev, "cc");
+  out->cc_major =
+      cJSON_IsNumber(cJSON_GetArrayItem(cc, 0)) ? cJSON_GetArrayItem(cc, 0)->valueint : 0;
+  out->cc_minor =
+      cJSON_IsNumber(cJSON_GetArrayItem(cc, 1)) ? cJSON_GetArrayItem(cc, 1)->valueint : 0;
+}
+
+/* Copies the worker's reply into res, and fills what it leaves out (speedup, roofline). */
+void eval_merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev) {
+  const cJSON *it;
+  cJSON_ArrayForEach(it, reply) {
+    if (!strcmp(it->string, "id") || !strcmp(it->string, "blobs") || !strcmp(it->string, "compile"))
+      continue;
+    cJSON_DeleteItemFromObject(res, it->string);
+    cJSON_AddItemToObject(res, it->string, cJSON_Duplicate(it, 1));
+  }
+  const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict"));
+  if (!verdict) {
+    cJSON_DeleteItemFromObject(res, "ok");
+    cJSON_DeleteItemFromObject(res, "verdict");
+    cJSON_DeleteItemFromObject(res, "stage");
+    cJSON_DeleteItemFromObject(res, "message");
+    cJSON_AddBoolToObject(res, "ok", 0);
+    cJSON_AddStringToObject(res, "verdict", "error");
+    cJSON_AddStringToObject(res, "stage", "verify");
+    cJSON_AddStringToObject(res, "message", "the worker's reply has no verdict");
+    return;
+  }
+  cJSON_DeleteItemFromObject(res, "ok");
+  cJSON_AddBoolToObject(res, "ok", !strcmp(verdict, "ok"));
+  if (!cJSON_IsString(cJSON_GetObjectItem(res, "message")))
+    cJSON_AddStringToObject(res, "message", verdict);
+  if (!cJSON_IsString(cJSON_GetObjectItem(res, "stage")))
+    cJSON_AddStringToObject(res, "stage", !strcmp(verdict, "ok") ? "done" : "verify");
+  cJSON *bench = cJSON_GetObjectItem(res, "bench");
+  if (!cJSON_IsObject(bench)) return;
+  double med = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "median_ms"));
+  double ref = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "ref_median_ms"));
+  if (!cJSON_GetObjectItem(bench, "speedup") && med > 0 && ref > 0)
+    cJSON_AddNumberToObject(bench, "speedup", ref / med);
+  double gbps = cJSON_GetNumberValue(cJSON_GetObjectItem(bench, "gbps"));
+  double peak = cJSON_GetNumberValue(cJSON_GetObjectItem(dev, "copy_gbps"));
+  if (!cJSON_GetObjectItem(bench, "roofline_pct") && gbps > 0 && peak > 0)
+    cJSON_AddNumberToObject(bench, "roofline_pct", 100.0 * gbps / peak);
+}

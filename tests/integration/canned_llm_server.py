@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""A loopback OpenAI-compatible chat server that answers every request with one canned reply
+(the text of REPLY_FILE, as each of the n choices) and appends each request body it received,
+as one JSON line, to LOG_FILE. The kevo run tests of imported KernelBench problems use it as
+"the LLM": the reply is a correct kernel in the recipe's contract, and the log shows what kevo
+asked (the prompt must carry the signature and the PyTorch specification).
+
+usage: canned_llm_server.py REPLY_FILE LOG_FILE
+Prints "PORT <n>" once listening on 127.0.0.1, then serves until killed.
+"""
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOCK = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    reply = ""
+    log = None
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send_json(self, status, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            req = json.loads(raw)
+        except ValueError:
+            self.send_json(400, {"error": {"message": "body is not JSON"}})
+            return
+        with LOCK, open(self.log, "a") as f:
+            f.write(json.dumps(req) + "\n")
+        n = int(req.get("n", 1))
+        choices = [{"index": i, "message": {"role": "assistant", "content": self.reply},
+                    "finish_reason": "stop"} for i in range(n)]
+        prompt_tokens = max(1, len(raw) // 4)
+        out_tokens = n * max(1, len(self.reply) // 4)
+        self.send_json(200, {"id": "chatcmpl-canned", "object": "chat.completion",
+                             "model": req.get("model"), "choices": choices,
+                             "usage": {"prompt_tokens": prompt_tokens,
+                                       "completion_tokens": out_tokens,
+                                       "total_tokens": prompt_tokens + out_tokens}})
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.stderr.write("usage: canned_llm_server.py REPLY_FILE LOG_FILE\n")
+        return 2
+    with open(sys.argv[1]) as f:
+        Handler.reply = f.read()
+    Handler.log = sys.argv[2]
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    print("PORT %d" % srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
