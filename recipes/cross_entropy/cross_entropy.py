@@ -15,7 +15,7 @@ import triton.language as tl
 
 
 @triton.jit
-def cross_entropy(x_ptr, t_ptr, loss_ptr, M, C, BLOCK: tl.constexpr):
+def cross_entropy(x_ptr, t_ptr, loss_ptr, M, C, BLOCK: tl.constexpr = 2048):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * C
     run_max = tl.full([BLOCK], float("-inf"), tl.float32)

@@ -18,7 +18,7 @@ EPS = tl.constexpr(1e-5)
 
 
 @triton.jit
-def layernorm(x_ptr, w_ptr, b_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+def layernorm(x_ptr, w_ptr, b_ptr, y_ptr, M, N, BLOCK: tl.constexpr = 2048):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     y_row = y_ptr + row * N

@@ -15,7 +15,7 @@ import triton.language as tl
 
 
 @triton.jit
-def log_softmax(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+def log_softmax(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr = 2048):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     y_row = y_ptr + row * N

@@ -38,8 +38,8 @@ def _tile(a_ptr, b_ptr, c_ptr, M, N, K, pid_m, pid_n, BLOCK_M: tl.constexpr, BLO
 
 
 @triton.jit
-def matmul_bf16(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr = 8):
+def matmul_bf16(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr = 128,
+                BLOCK_N: tl.constexpr = 128, BLOCK_K: tl.constexpr = 64, GROUP_M: tl.constexpr = 8):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)

@@ -14,7 +14,7 @@ import triton.language as tl
 
 
 @triton.jit
-def row_sum(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+def row_sum(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr = 2048):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     acc = tl.zeros([BLOCK], tl.float32)

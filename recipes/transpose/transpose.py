@@ -15,7 +15,7 @@ import triton.language as tl
 
 
 @triton.jit
-def transpose(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def transpose(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr = 64, BLOCK_N: tl.constexpr = 64):
     rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
