@@ -1,9 +1,9 @@
-// Correct on every check, and not doing the work: each block first looks at the first
-// element of its own tile; if c already holds exactly a + b there, it assumes the whole tile
-// is done and returns. Poisoned outputs (every verification run) and fresh inputs (every
-// trial) make it compute; in a timing loop that reruns it on the same buffers it reads 3
-// floats per block instead of 3 per thread, and the outputs are still right afterwards.
-// Only the physical floor (bytes / bandwidth) can tell: expected verdict implausible.
+// Tries to skip work it has already done: each block first looks at the first element of its
+// own tile; if c already holds exactly a + b there, it assumes the whole tile is done and
+// returns. It never gets to: the worker poisons the outputs before every verification run and
+// after every timed repetition, so c never holds a + b when the kernel starts, and it computes
+// every time. Expected verdict: ok (an honest kernel, timed honestly). rs_memo.cu is the cheat
+// that survives poisoning, by keeping its own copy of the answer.
 /* kevo:launch
 return {kernels = {{name = "vector_add", grid = {cdiv(N, 256)}, block = {256},
                     args = {"a", "b", "c", i32(N)}}}}

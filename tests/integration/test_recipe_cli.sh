@@ -11,6 +11,9 @@ t() { # t NAME EXPECTED_RC CMD... : runs CMD, checks its exit code
   else echo "ok   $name"; fi
 }
 has() { grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; sed 's/^/  | /' "$out"; fail=1; }; }
+# has, with the run of spaces between a name and its summary free (the column is as wide as the
+# longest name listed)
+hasw() { grep -qE -- "$1 +$2" "$out" || { echo "FAIL: output lacks '$1  $2'"; sed 's/^/  | /' "$out"; fail=1; }; }
 lacks() { ! grep -qF -- "$1" "$out" || { echo "FAIL: output has '$1'"; fail=1; }; }
 fx=$KEVO_SRC/tests/recipes
 
@@ -46,7 +49,7 @@ t "list --help" 0 "$KEVO" list --help;                     has "usage: kevo list
 t "list bad arg" 2 "$KEVO" list --frob
 cd "$tmp" || exit 1
 t "list from elsewhere" 0 "$KEVO" list
-has "softmax     Row-wise softmax"; has "vector_add  Elementwise"
+hasw softmax "Row-wise softmax"; hasw vector_add Elementwise
 mkdir -p "$tmp/recipes" "$tmp/strategies" "$tmp/mine"
 cp "$fx/bad_dtype.yaml" "$tmp/recipes/"
 sed 's/^name: good/name: mine/' "$fx/good.yaml" > "$tmp/mine/softmax.yaml"
@@ -54,8 +57,8 @@ cp -r "$fx/good" "$tmp/mine/"
 printf -- '-- greedy: refine the best candidate\nreturn {}\n' > "$tmp/strategies/greedy.lua"
 printf 'return {}\n' > "$tmp/strategies/bare.lua"
 KEVO_RECIPES="$tmp/mine" t "list with local dirs" 0 "$KEVO" list
-has "bad_dtype   (does not load"; has "softmax     A small recipe"; lacks "Row-wise softmax"
-has "greedy      refine the best candidate (strategies/greedy.lua)"; has "bare"
+hasw bad_dtype "\(does not load"; hasw softmax "A small recipe"; lacks "Row-wise softmax"
+hasw greedy "refine the best candidate \(strategies/greedy.lua\)"; has "bare"
 KEVO_RECIPES="$tmp/mine" t "list --json" 0 "$KEVO" list --json
 has "\"name\":	\"greedy\""; has "\"error\":	\"recipes/bad_dtype.yaml:12:14: outputs.y.dtype"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert {r["name"] for r in d["recipes"]} >= {"softmax","vector_add","bad_dtype"}, d' "$out" \

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Every shipped recipe's reference and every point of every CUDA seed's knob space compiles
-# with nvcc -cubin for sm_90 (the knob values come from the recipes themselves, through
-# kevo.recipe). Needs nvcc, not a GPU: the kernels' results are checked by kevo eval on a GPU.
+# Every shipped recipe's reference and CUDA seeds compile with nvcc -cubin for sm_90 (the knob
+# values come from the recipes themselves, through kevo.recipe): every point of a knob space of
+# at most 8 points; of a larger one, points that give every knob each of its values at least once
+# plus the point of all-largest values (KEVO_TEST_ALL_POINTS=1: every point). A cross-check of
+# tests/c/test_recipes_build.c, which compiles with NVRTC as kevo does. Needs nvcc, not a GPU:
+# the kernels' results are checked by kevo eval on a GPU.
 set -u
 NVCC=$(command -v nvcc || true)
 [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
@@ -30,7 +33,22 @@ for _, it in ipairs(recipe.list()) do
       end
       combos = grown
     end
-    for _, c in ipairs(combos) do print(src.file .. " " .. table.concat(c, " ")) end
+    local all = os.getenv("KEVO_TEST_ALL_POINTS") == "1" or #combos <= 8
+    local chosen = combos
+    if not all then -- the diagonal: point d gives knob k its (d mod #values)-th value
+      chosen = {}
+      local widest = 0
+      for _, knob in ipairs(src.knobs) do widest = math.max(widest, #src.space[knob]) end
+      for d = 0, widest do
+        local c = {}
+        for _, knob in ipairs(src.knobs) do
+          local vals = src.space[knob]
+          c[#c + 1] = "-D" .. knob .. "=" .. tostring(vals[d == widest and #vals or d % #vals + 1])
+        end
+        chosen[#chosen + 1] = c
+      end
+    end
+    for _, c in ipairs(chosen) do print(src.file .. " " .. table.concat(c, " ")) end
   end
   if it.path:find(os.getenv("KEVO_SRC") .. "/recipes/", 1, true) == 1 then
     emit(r.reference)

@@ -128,13 +128,17 @@ local VERDICTS = {}
 for v in ("ok compile_error launch_error wrong unwritten nondeterministic input_modified " ..
           "crash timeout implausible no_gpu error"):gmatch("%S+") do VERDICTS[v] = true end
 
--- the recipes' contracts: kernel name and every shape (benchmark first) of each
-local RECIPES = {
-  vector_add = {kernel = "vector_add", nargs = 4,
-    shapes = {{N = 268435456}, {N = 1}, {N = 1000}, {N = 1048579}}},
-  softmax = {kernel = "softmax", nargs = 4,
-    shapes = {{M = 16384, N = 8192}, {M = 127, N = 1000}, {M = 1, N = 8193}, {M = 3, N = 1}}},
-}
+-- the recipes' contracts, from the recipes themselves: kernel name, argument count (tensors and
+-- params), and every shape (benchmark first)
+local RECIPES = {}
+for _, name in ipairs {"vector_add", "softmax", "row_sum"} do
+  local r = assert(require("kevo.recipe").load(src_root .. "/recipes/" .. name .. ".yaml"))
+  local shapes = {}
+  for i, sh in ipairs(r.shapes) do shapes[i] = sh.params end
+  RECIPES[name] = {kernel = name, nargs = #r.inputs + #r.outputs + #r.param_names,
+                   shapes = shapes}
+end
+assert(RECIPES.vector_add.nargs == 4 and RECIPES.softmax.shapes[1].M == 16384)
 
 local function read(path)
   local f = assert(io.open(path, "rb"))
