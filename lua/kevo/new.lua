@@ -11,6 +11,7 @@
 --
 --   require("kevo.new").main(args, sys) -> exit code  (sys.mkdir(path) -> true | nil, msg)
 local cu = require "kevo.new.cusource"
+local lc = require "kevo.new.launchcheck"
 local recipe = require "kevo.recipe"
 
 local M = {}
@@ -220,112 +221,6 @@ local function all_shapes(o)
   return shapes
 end
 
--- Runs the launch chunk on a shape in a small environment shaped like the runtime's sandbox
--- and checks what it returns against the signatures. Returns the float constants the main
--- kernel receives ({name = value}), or nil when the chunk needs the device (checked on a GPU).
-local function check_launch(chunk, where, shape, knobs, main, kernels, tensors)
-  local function wrap(kind) return function(v) return {wrap = kind, value = v} end end
-  local env = {cdiv = function(a, b) return (a + b - 1) // b end, min = math.min, max = math.max,
-               i32 = wrap("i32"), i64 = wrap("i64"), u32 = wrap("u32"), u64 = wrap("u64"),
-               f32 = wrap("f32"), f64 = wrap("f64"), null = {null = true},
-               ptr = function(n) return {buf = n} end}
-  for k, v in pairs(shape.params) do env[k] = v end
-  for _, k in ipairs(knobs) do env[k.name] = k.value end
-  local NEEDS_DEVICE = {}
-  setmetatable(env, {__index = function(_, k)
-    if k == "device" then error(NEEDS_DEVICE, 0) end
-    error(("reads '%s', which is neither a param (%s), a knob, nor a launch function"):format(
-      tostring(k), table.concat(shape.names, ", ")), 2)
-  end})
-  local fn, err = load(chunk, "=" .. where, "t", env)
-  if not fn then bad("%s: %s", where, err) end
-  debug.sethook(function() error("the launch chunk ran past its instruction budget", 0) end, "", 10000000)
-  local ok, res = pcall(fn)
-  debug.sethook()
-  if not ok and res == NEEDS_DEVICE then return nil end
-  local at = ("%s (at %s)"):format(where, shape.label)
-  if not ok then bad("%s: %s", at, tostring(res)) end
-  if type(res) ~= "table" or type(res.kernels) ~= "table" or #res.kernels == 0 then
-    bad("%s: the chunk must return {kernels = {{name =, grid =, block =, args =}, ...}}", at)
-  end
-  local by_name, scratch = {}, {}
-  for _, k in ipairs(kernels) do by_name[k.name] = k end
-  for n in pairs(type(res.scratch) == "table" and res.scratch or {}) do scratch[n] = true end
-  local is_tensor = {}
-  for _, t in ipairs(tensors) do is_tensor[t.name] = true end
-  local consts, launched_main = {}, false
-  for i, l in ipairs(res.kernels) do
-    local lw = ("%s: kernels[%d]"):format(at, i)
-    local sig = by_name[l.name]
-    if not sig then bad("%s: launches '%s', which is no __global__ kernel of the file", lw, tostring(l.name)) end
-    for _, dim in ipairs{"grid", "block"} do
-      local d = l[dim]
-      if type(d) ~= "table" or #d < 1 or #d > 3 then bad("%s.%s: expected 1 to 3 integers", lw, dim) end
-      for _, x in ipairs(d) do
-        if math.type(x) ~= "integer" or x < 1 then
-          bad("%s.%s: %s is not a positive integer", lw, dim, tostring(x))
-        end
-      end
-    end
-    local threads = l.block[1] * (l.block[2] or 1) * (l.block[3] or 1)
-    if threads > 1024 then bad("%s.block: %d threads per block (at most 1024)", lw, threads) end
-    local args = type(l.args) == "table" and l.args or {}
-    if #args ~= #sig.params then
-      bad("%s: %d arguments for %s, whose signature takes %d", lw, #args, sig.name, #sig.params)
-    end
-    for j, p in ipairs(sig.params) do
-      local a = args[j]
-      local bufname = type(a) == "string" and a or type(a) == "table" and a.buf
-      if p.pointer then
-        if type(a) == "table" and a.null then
-          if sig == main then bad("%s: argument %d (%s) is null; it is a tensor of the recipe", lw, j, p.name) end
-        elseif not bufname then
-          bad("%s: argument %d (%s) is a pointer: pass a tensor name (\"%s\")", lw, j, p.name, p.name)
-        elseif sig == main and bufname ~= p.name then
-          bad("%s: argument %d is \"%s\" but the parameter is %s: tensors are named after the "
-            .. "kernel's parameters", lw, j, bufname, p.name)
-        elseif not is_tensor[bufname] and not scratch[bufname] then
-          bad("%s: argument %d names '%s', which is neither a tensor nor scratch", lw, j, bufname)
-        end
-      else
-        local v = type(a) == "table" and a.value or a
-        if type(v) ~= "number" then
-          bad("%s: argument %d (%s %s) is a scalar: pass a number (%s(...))", lw, j, p.ctype, p.name, p.wrap)
-        end
-        if p.scalar == "int" and math.type(v) ~= "integer" then
-          bad("%s: argument %d (%s %s) is not an integer", lw, j, p.ctype, p.name)
-        end
-        if sig == main and p.scalar == "float" then consts[p.name] = v end
-      end
-    end
-    if sig == main then launched_main = true end
-  end
-  if not launched_main then bad("%s: the chunk never launches %s", at, main.name) end
-  return consts
-end
-
--- The launch block offered when a file has none: built from the signature, for the user to
--- check against the kernel's indexing (kevo cannot: the kernel is its own reference).
-local function suggest_launch(k, tensors, knobs)
-  local args, first_out = {}, nil
-  for _, p in ipairs(k.params) do
-    if p.pointer then args[#args + 1] = ('"%s"'):format(p.name)
-    elseif p.scalar == "int" then args[#args + 1] = ("%s(%s)"):format(p.wrap, p.name)
-    else args[#args + 1] = ("%s(1.0)"):format(p.wrap) end
-  end
-  for _, t in ipairs(tensors) do if t.role == "output" and not first_out then first_out = t end end
-  local block = "256"
-  for _, kn in ipairs(knobs) do
-    if (kn.name == "BLOCK" or kn.name == "BLOCK_SIZE" or kn.name == "THREADS") and math.type(kn.value) == "integer" then
-      block = kn.name
-    end
-  end
-  local n = first_out and product(first_out.dims) or "N"
-  return ("/* kevo:launch\nreturn {kernels = {{name = \"%s\", grid = {cdiv(%s, %s)}, block = {%s},\n"
-    .. "                    args = {%s}}}}\n*/"):format(k.name, n, block, block, table.concat(args, ", "))
-end
-
-
 -- Tensors from the signature (in its order) with their shapes; checks the scalars are params.
 local function build_tensors(o, k)
   if #o.param_names == 0 then
@@ -333,6 +228,15 @@ local function build_tensors(o, k)
       .. "parameters of the kernel are params of the same name")
   end
   local tensors, by_name, ints = {}, {}, {}
+  for _, p in ipairs(k.params) do
+    if p.scalar == "int" then
+      if o.params[p.name] == nil then
+        bad("kernel '%s': integer parameter '%s %s' is a size: give it with --param %s=VALUE "
+          .. "(params given: %s)", k.name, p.ctype, p.name, p.name, table.concat(o.param_names, ", "))
+      end
+      ints[p.name] = true
+    end
+  end
   for _, p in ipairs(k.params) do
     if p.pointer then
       local dims = o.shapes[p.name]
@@ -343,15 +247,16 @@ local function build_tensors(o, k)
         end
         dims = {o.param_names[1]}
       end
+      for _, d in ipairs(dims) do
+        local v, err = recipe.eval(d, o.params)
+        if not v then bad("--shape %s: %s", p.name, (tostring(err):gsub("^E_%u+: ", ""))) end
+        if math.type(v) ~= "integer" or v < 1 then
+          bad("--shape %s: '%s' is %s at the benchmark shape, not a positive integer", p.name, d, tostring(v))
+        end
+      end
       local t = {name = p.name, dtype = p.dtype, ctype = p.ctype, dims = dims,
                  role = p.const and "input" or "output"}
       tensors[#tensors + 1], by_name[p.name] = t, t
-    elseif p.scalar == "int" then
-      if o.params[p.name] == nil then
-        bad("kernel '%s': integer parameter '%s %s' is a size: give it with --param %s=VALUE "
-          .. "(params given: %s)", k.name, p.ctype, p.name, p.name, table.concat(o.param_names, ", "))
-      end
-      ints[p.name] = true
     end
   end
   for n in pairs(o.shapes) do
@@ -418,8 +323,8 @@ local function yq(s) -- a YAML double-quoted scalar
   return '"' .. tostring(s):gsub('[\\"]', "\\%0"):gsub("\n", " ") .. '"'
 end
 
-local function dim_text(d)
-  if d:match("^[%w_%*%+%-/%%%(%) ]+$") and not d:match("^[%-%d]") or d:match("^%d+$") then return d end
+local function dim_text(d) -- an expression, plain when YAML reads it back as written
+  if d:match("^[%w_%*%+%-/%%%(%)%. ]+$") and not d:match("^[%*%-%%]") then return d end
   return yq(d)
 end
 
@@ -446,10 +351,11 @@ local function build_prompt(o, k, tensors, shapes, consts, bytes, flops)
   line("The kernel is")
   line('  extern "C" __global__ void %s(%s)', k.name, table.concat(sig, ", "))
   line("Keep this exact signature (names, types and order of the parameters) and say how it is")
-  line("launched in a /* kevo:launch ... */ block; it is compared against the original kernel.")
+  line("launched in a /* kevo:launch ... */ block. The original kernel (the seed) defines what it")
+  line("computes: every candidate is checked against it, on every size below.")
   line("Tensors are contiguous, row-major, on the device:")
   for _, t in ipairs(tensors) do
-    line("  %-10s %-4s [%s]  %s", t.name, t.dtype, table.concat(t.dims, ", "),
+    line("  %-10s %-4s %-12s %s", t.name, t.dtype, "[" .. table.concat(t.dims, ", ") .. "]",
          t.role == "input" and "input (read-only)" or "output (poisoned before each run: write every element, never read it)")
   end
   local labels = {}
@@ -488,9 +394,10 @@ end
 local function build_yaml(o, k, tensors, knobs, skipped, chunk, shapes, prompt, bytes_text)
   local Y = {}
   local function y(fmt, ...) Y[#Y + 1] = fmt:format(...) end
-  y("# Made by `kevo new` from %s (kernel %s): the kernel is both the reference every candidate", o.file, k.name)
-  y("# is checked against and the seed the search starts from. Edit freely: add shapes, widen")
-  y("# the seed's knob space, refine the prompt; then `kevo check %s`.", o.name)
+  y("# Made by `kevo new` from %s (kernel %s).", o.file:match("[^/]*$"), k.name)
+  y("# The kernel is both the reference every candidate is checked against and the seed the")
+  y("# search starts from. Edit freely: add shapes, widen the seed's knob space, refine the")
+  y("# prompt; then `kevo check %s`.", o.name)
   y("kevo: 1")
   y("name: %s", o.name)
   y("summary: %s", yq(o.summary or ("Your kernel %s (from %s), reference and seed."):format(k.name, o.file:match("[^/]*$"))))
@@ -711,13 +618,13 @@ local function run(argv, sys)
         .. "it the way your code does (or pass --launch FILE.lua), for example:\n\n%s\n\n"
         .. "Check grid and block against the kernel's indexing: params (%s) and knobs are "
         .. "globals; cdiv, min, max and the wrappers i32 i64 u32 u64 f32 f64 are there too.",
-        o.file, suggest_launch(k, tensors, knobs), table.concat(o.param_names, ", "))
+        o.file, lc.suggest(k, tensors, knobs, product), table.concat(o.param_names, ", "))
     end
     chunk.text, chunk.where = text, ("%s:%d: kevo:launch"):format(o.file, line_or_err)
   end
   local consts
   for i, s in ipairs(shapes) do
-    local c = check_launch(chunk.text, chunk.where, s, knobs, k, kernels, tensors)
+    local c = lc.check(chunk.text, chunk.where, s, knobs, k, kernels, tensors, bad)
     if i == 1 then consts = c end
     if c == nil and i == 1 then warn("the launch chunk reads `device`: it was not checked here (kevo check/eval on a GPU will)") end
   end
@@ -725,7 +632,7 @@ local function run(argv, sys)
   for _, p in ipairs(k.params) do
     if p.scalar == "float" and consts[p.name] then
       for i = 2, #shapes do
-        local c = check_launch(chunk.text, chunk.where, shapes[i], knobs, k, kernels, tensors)
+        local c = lc.check(chunk.text, chunk.where, shapes[i], knobs, k, kernels, tensors, bad)
         if c and c[p.name] ~= consts[p.name] then
           warn(("float %s changes with the shape (%g at the benchmark)"):format(p.name, consts[p.name]))
         end
