@@ -699,10 +699,13 @@ local function run(argv, sys)
     end
     p("  knobs    %s%s", table.concat(kl, " x "), #knobs > 0 and " (widen with --space or in the YAML)" or "")
   end
+  local steps = {{"kevo check " .. yaml_path, ""},
+                 {("kevo eval %s %s/seed.cu"):format(yaml_path, dir), "on a GPU: checked against the reference, timed"},
+                 {"kevo run " .. yaml_path, "search for a faster kernel"}}
   p("next:")
-  p("  kevo check %s", yaml_path)
-  p("  kevo eval %s %s/seed.cu     # on a GPU: verified against the reference and timed", yaml_path, dir)
-  p("  kevo run %s                 # search for a faster kernel", yaml_path)
+  for _, st in ipairs(steps) do
+    p("  %s", st[2] == "" and st[1] or ("%-" .. #steps[2][1] .. "s  # %s"):format(st[1], st[2]))
+  end
   io.stdout:write(table.concat(P, "\n"), "\n")
   return 0
 end
