@@ -558,7 +558,7 @@ local function write_all(o, sys, files, yaml_path)
   for _, d in ipairs(dirs) do
     local ok, how = sys.mkdir(d)
     if not ok then
-      undo({})
+      for i = #made, 1, -1 do os.remove(made[i]) end
       error({exit = 1, msg = how}, 0)
     end
     if how == "made" then made[#made + 1] = d end

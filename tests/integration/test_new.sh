@@ -131,6 +131,11 @@ t "the loader refuses: nothing left" 2 "$KEVO" new k k.cu --param n=4 --init x="
 has "does not load, so nothing was left behind"; absent fresh
 t "good with a warning" 0 "$KEVO" new k k.cu --param n=4 --out fresh/dir
 has "warning: no extra shape"; has "wrote fresh/dir/k.yaml"
+cp fresh/dir/k.yaml before.yaml
+t "--force, then the loader refuses: the old recipe is restored" 2 "$KEVO" new k k.cu --param n=8 \
+  --init x="bogus(1)" --out fresh/dir --force
+cmp -s before.yaml fresh/dir/k.yaml || { echo "FAIL: the recipe --force replaced was not restored"; fail=1; }
+[ -f fresh/dir/k/seed.cu ] || { echo "FAIL: the seed --force replaced was removed"; fail=1; }
 absent recipes/k.yaml
 
 cd / && rm -rf "$tmp" "$out"
