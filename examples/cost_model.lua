@@ -6,6 +6,8 @@
 -- task, and turns the small table it returns into an evaluation result marked synthetic. No GPU,
 -- no compiler: the "time" is a made-up but non-trivial function of the knobs and the source, so
 -- a strategy can be watched (and tested) making choices. Runs in the sandbox: pure Lua.
+-- KEVO_MODEL_DELAY=SECONDS makes kevo run wait that long per candidate before calling it, as
+-- a real compile and benchmark would take time (tests that kill a run mid-evaluation).
 --
 -- The surface: a reference at 1.0 ms, the best point near 0.62 ms; BLOCK best at 512 (quadratic in log2), VEC best at 4,
 -- too many registers when BLOCK >= 1024 and VEC >= 8; any other knob moves the time by a few

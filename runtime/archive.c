@@ -25,6 +25,7 @@
 enum {
   ST_RUN_CREATE,
   ST_RUN_FINISH,
+  ST_RUN_REOPEN,
   ST_CANDIDATE_ADD,
   ST_EVAL_ADD,
   ST_LLM_ADD,
@@ -64,6 +65,7 @@ static const char *const statement_sql[ST_COUNT] = {
                       "config, seed, kevo_version, kevo_commit, host) "
                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_RUN_FINISH] = "UPDATE runs SET status = ?2, finished = ?3 WHERE id = ?1",
+    [ST_RUN_REOPEN] = "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?1",
     [ST_CANDIDATE_ADD] = "INSERT INTO candidates(run, parent, origin, lang, source, source_hash, "
                          "launch, knobs, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     /* the run is the candidate's; speed-up and time default to the result's bench fields */
@@ -556,6 +558,30 @@ int kevo_archive_run_finish(kevo_archive *a, int64_t run, const char *status, ke
   if (!rc && sqlite3_changes(a->db) != 1)
     return kevo_fail(err, KEVO_E_ARG, "archive %s: no run %lld", a->path, (long long)run);
   return rc;
+}
+
+int kevo_archive_run_reopen(kevo_archive *a, int64_t run, kevo_error *err) {
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = writable(a, err)) || (rc = stmt(a, ST_RUN_REOPEN, &st, err))) return rc;
+  sqlite3_bind_int64(st, 1, run);
+  rc = write_stmt(a, st, NULL, "reopening a run", err);
+  if (!rc && sqlite3_changes(a->db) != 1)
+    return kevo_fail(err, KEVO_E_ARG, "archive %s: no run %lld", a->path, (long long)run);
+  return rc;
+}
+
+int kevo_archive_begin(kevo_archive *a, kevo_error *err) {
+  int rc = writable(a, err);
+  return rc ? rc : exec(a, "BEGIN IMMEDIATE", "starting a transaction", err);
+}
+
+int kevo_archive_commit(kevo_archive *a, kevo_error *err) {
+  return exec(a, "COMMIT", "committing a transaction", err);
+}
+
+void kevo_archive_rollback(kevo_archive *a) {
+  if (!sqlite3_get_autocommit(a->db)) sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 int kevo_archive_candidate_add(kevo_archive *a, const kevo_candidate_spec *s, int64_t *id,

@@ -62,6 +62,17 @@ int kevo_archive_run_create(kevo_archive *a, const kevo_run_spec *spec, int64_t 
 /* status: "done", "failed" or "killed" (else KEVO_E_ARG); stamps the finish time. */
 int kevo_archive_run_finish(kevo_archive *a, int64_t run, const char *status, kevo_error *err);
 
+/* A finished run goes back to "running" (kevo run --resume), its finish time cleared. */
+int kevo_archive_run_reopen(kevo_archive *a, int64_t run, kevo_error *err);
+
+/* Groups the writes that follow into one transaction (BEGIN IMMEDIATE: the write lock is
+ * taken now): until kevo_archive_commit returns, none of them is visible or durable, and a
+ * process killed in between leaves none of them. kevo run writes a batch's candidates,
+ * evaluations and journal entry this way. Rollback of no open transaction does nothing. */
+int kevo_archive_begin(kevo_archive *a, kevo_error *err);
+int kevo_archive_commit(kevo_archive *a, kevo_error *err);
+void kevo_archive_rollback(kevo_archive *a);
+
 typedef struct kevo_candidate_spec {
   int64_t run;        /* required */
   int64_t parent;     /* 0: none; else a candidate of the archive */

@@ -148,7 +148,9 @@ static int eval_main(int argc, char **argv) {
 
   kevo_error err = {0};
   kevo_recipe *r = NULL;
-  if (kevo_recipe_load(recipe_path, &r, &err)) {
+  char found[4096];
+  if (kevo_recipe_find(recipe_path, found, sizeof found, &err) ||
+      kevo_recipe_load(found, &r, &err)) {
     fprintf(stderr, "kevo eval: %s\n", err.msg);
     return KEVO_EXIT_USAGE;
   }

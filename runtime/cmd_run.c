@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Budgets of the strategy's state. Evaluations and LLM calls happen in C and cost nothing
@@ -119,6 +120,33 @@ static int host_getenv(lua_State *L) {
   return 1;
 }
 
+/* sleep(seconds): KEVO_MODEL_DELAY slows the model evaluator (tests that kill a run during an
+ * evaluation). Interrupted by Ctrl-C. */
+static int host_sleep(lua_State *L) {
+  double s = luaL_checknumber(L, 1);
+  if (s > 0) {
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+/* die(): the KEVO_FAULT test hook: ends kevo at once, as kill -9 would. */
+static int host_die(lua_State *L) {
+  (void)L;
+  fflush(NULL);
+  raise(SIGKILL);
+  return 0;
+}
+
+static int resolve_llm(lua_State *L, const char *flag);
+
+/* resolve_llm(flag) -> JSON text | nil, msg: the LLM settings for PROVIDER:MODEL as --llm would
+ * give them (kevo run --resume takes the run's own). */
+static int host_resolve_llm(lua_State *L) {
+  return resolve_llm(L, luaL_checkstring(L, 1));
+}
+
 static const char *find_flag(int argc, char **argv, const char *flag);
 static void set_llm_config(lua_State *L, const char *flag);
 
@@ -130,6 +158,9 @@ static void push_host(lua_State *L, int argc, char **argv) {
                                  {"clear_progress", host_clear_progress},
                                  {"getenv", host_getenv},
                                  {"started", host_started},
+                                 {"sleep", host_sleep},
+                                 {"die", host_die},
+                                 {"resolve_llm", host_resolve_llm},
                                  {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDERR_FILENO));
@@ -172,14 +203,15 @@ static const char LLM_CONFIG_CHUNK[] =
     "if not cfg then return nil, msg end\n"
     "return require('kevo.json').encode(cfg)\n";
 
-static void set_llm_config(lua_State *L, const char *flag) {
+/* Pushes the LLM settings for flag (or none) as JSON text, or nil and a message; returns 2. */
+static int resolve_llm(lua_State *L, const char *flag) {
   kevo_error err = {0};
   kevo_lua_opts topts = {0};
   lua_State *T = kevo_lua_new(&topts, &err);
   if (!T) {
+    lua_pushnil(L);
     lua_pushstring(L, err.msg);
-    lua_setfield(L, -2, "llm_config_error");
-    return;
+    return 2;
   }
   if (kevo_lua_load(T, LLM_CONFIG_CHUNK, sizeof LLM_CONFIG_CHUNK - 1, "=llm config") == LUA_OK) {
     if (flag)
@@ -189,18 +221,25 @@ static void set_llm_config(lua_State *L, const char *flag) {
     if (kevo_lua_pcall(T, 1, 2) == LUA_OK) {
       if (lua_isstring(T, -2)) {
         lua_pushstring(L, lua_tostring(T, -2));
-        lua_setfield(L, -2, "llm_config");
+        lua_pushnil(L);
       } else {
+        lua_pushnil(L);
         lua_pushstring(L, lua_isstring(T, -1) ? lua_tostring(T, -1) : "bad LLM settings");
-        lua_setfield(L, -2, "llm_config_error");
       }
       kevo_lua_close(T);
-      return;
+      return 2;
     }
   }
+  lua_pushnil(L);
   lua_pushstring(L, lua_tostring(T, -1));
-  lua_setfield(L, -2, "llm_config_error");
   kevo_lua_close(T);
+  return 2;
+}
+
+static void set_llm_config(lua_State *L, const char *flag) {
+  resolve_llm(L, flag); /* stack: host json|nil msg|nil */
+  lua_setfield(L, -3, "llm_config_error");
+  lua_setfield(L, -2, "llm_config");
 }
 
 /* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with
@@ -273,7 +312,8 @@ static int run_main(int argc, char **argv) {
 
 const struct kevo_command kevo_cmd_run = {
     "run", "search for a fast kernel for a recipe (the main job)",
-    "usage: kevo run RECIPE [options]\n\n"
+    "usage: kevo run RECIPE [options]\n"
+    "       kevo run --resume RUN [--max-evals N] [--time D] [--budget-tokens N] [--db P]\n\n"
     "Searches for a fast kernel for RECIPE (a recipe file, or the name of a packaged recipe):\n"
     "proposes candidates, compiles, verifies and times each one, and keeps the best.\n\n"
     "options:\n"
@@ -287,7 +327,13 @@ const struct kevo_command kevo_cmd_run = {
     "  --seed N               the run's seed: the same seed and results give the same run (1)\n"
     "  --db PATH              the archive (default $KEVO_DB or ./kevo.db)\n"
     "  --arch sm_XX           compile for this GPU architecture (default: the GPU's, or sm_90)\n"
-    "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n\n"
+    "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n"
+    "  --resume RUN           go on with a run that was killed: its journal is read back (no\n"
+    "                         evaluation redone, no LLM call paid twice), then it runs live;\n"
+    "                         recipe, strategy, options, seed and LLM are the run's own, and\n"
+    "                         --max-evals, --time, --budget-tokens may extend its budgets.\n"
+    "                         A strategy that no longer asks what the journal holds is\n"
+    "                         reported (exit 1) and the run left as it was. docs/resume.md\n\n"
     "A progress line on stderr shows evaluations, the best speed-up over the reference, its\n"
     "% of roofline, tokens spent and elapsed time. Ctrl-C stops cleanly: the run is marked\n"
     "killed and everything found is kept (a second Ctrl-C ends kevo at once).\n\n"

@@ -1,8 +1,9 @@
 /* kevo.archive: the SQLite archive (runtime/archive.h) for Lua; docs/archive.md has the API.
  *   archive.open([path [, {readonly=, busy_ms=, sync="normal"|"full", check=}]])
  *     -> db | nil, msg, "E_DB"          (path: $KEVO_DB or ./kevo.db when nil)
- * Methods of kevo.archive.DB write rows (run_create, run_finish, candidate_add, eval_add,
- * llm_call_add, journal_append) and read them back (runs, run, candidates, evaluations, best,
+ * Methods of kevo.archive.DB write rows (run_create, run_finish, run_reopen, candidate_add,
+ * eval_add, llm_call_add, journal_append; begin/commit/rollback group writes into one
+ * transaction) and read them back (runs, run, candidates, evaluations, best,
  * top, verdicts, llm_call_lookup, journal_get, journal, journal_count). Rows are tables keyed by
  * column name (NULL columns absent, `ok` a boolean). An unknown id, a bad status or option raises
  * (misuse); a failing archive returns nil, msg, "E_DB". JSON columns accept text or a table,
@@ -203,6 +204,39 @@ static int db_run_finish(lua_State *L) {
   if (kevo_archive_run_finish(a, run, status, &err)) return fail(L, &err);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+/* db:run_reopen(run) -> true: the run is "running" again (kevo run --resume). */
+static int db_run_reopen(lua_State *L) {
+  kevo_archive *a = check_db(L);
+  lua_Integer run = luaL_checkinteger(L, 2);
+  kevo_error err = {0};
+  if (kevo_archive_run_reopen(a, run, &err)) return fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* db:begin() / db:commit() -> true | nil, msg, code; db:rollback(): one transaction around
+ * several writes (archive.h). */
+static int db_begin(lua_State *L) {
+  kevo_archive *a = check_db(L);
+  kevo_error err = {0};
+  if (kevo_archive_begin(a, &err)) return fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int db_commit(lua_State *L) {
+  kevo_archive *a = check_db(L);
+  kevo_error err = {0};
+  if (kevo_archive_commit(a, &err)) return fail(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int db_rollback(lua_State *L) {
+  kevo_archive_rollback(check_db(L));
+  return 0;
 }
 
 static int db_candidate_add(lua_State *L) {
@@ -489,6 +523,10 @@ static int archive_default_path(lua_State *L) {
 int luaopen_kevo_archive(lua_State *L) {
   static const luaL_Reg methods[] = {{"run_create", db_run_create},
                                      {"run_finish", db_run_finish},
+                                     {"run_reopen", db_run_reopen},
+                                     {"begin", db_begin},
+                                     {"commit", db_commit},
+                                     {"rollback", db_rollback},
                                      {"candidate_add", db_candidate_add},
                                      {"eval_add", db_eval_add},
                                      {"llm_call_add", db_llm_call_add},

@@ -98,7 +98,9 @@ static int ev_new(lua_State *L) {
   }
   kevo_error err = {0};
   kevo_recipe *r = NULL;
-  int rc = kevo_recipe_load(path, &r, &err);
+  char found[4096];
+  int rc = kevo_recipe_find(path, found, sizeof found, &err);
+  if (!rc) rc = kevo_recipe_load(found, &r, &err);
   if (rc) return kevo_l_fail_err(L, &err);
   rc = evaluator_new(r, &wo, &cfg, &e->ev, &err);
   if (rc) return kevo_l_fail_err(L, &err);

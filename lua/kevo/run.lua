@@ -12,6 +12,7 @@ local json = require "kevo.json"
 local kevo = require "kevo"
 local search = require "kevo.search"
 local strategy = require "kevo.strategy"
+local journal = require "kevo.journal"
 
 local M = {}
 
@@ -19,7 +20,9 @@ local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 local USAGE = "usage: kevo run RECIPE [--strategy NAME|FILE] [--llm PROVIDER:MODEL] " ..
               "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
-              "[--seed N] [--db PATH] [--arch sm_XX] [--out DIR] (see kevo run --help)"
+              "[--seed N] [--db PATH] [--arch sm_XX] [--out DIR]\n" ..
+              "       kevo run --resume RUN [--max-evals N] [--time DURATION] " ..
+              "[--budget-tokens N] [--db PATH] [--out DIR] (see kevo run --help)"
 
 local Usage = {}
 local function usage_error(fmt, ...)
@@ -56,7 +59,8 @@ function M.parse_args(argv)
   local cfg = {sets = {}, seed = 1}
   local takes = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
                  ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
-                 ["--db"] = true, ["--arch"] = true, ["--out"] = true}
+                 ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true}
+  local given = {}
   local i = 1
   while i <= #argv do
     local a = argv[i]
@@ -69,7 +73,11 @@ function M.parse_args(argv)
         val = argv[i]
         if val == nil then usage_error("%s needs a value", flag) end
       end
+      given[#given + 1] = flag
       if flag == "--strategy" then cfg.strategy = val
+      elseif flag == "--resume" then
+        cfg.resume = math.tointeger(tonumber(val))
+        if not cfg.resume or cfg.resume < 1 then usage_error("--resume takes a run id, got '%s'", val) end
       elseif flag == "--llm" then
         local provider, model = val:match("^([%w_.-]+):(.+)$")
         if not provider then usage_error("--llm takes PROVIDER:MODEL, got '%s'", val) end
@@ -101,7 +109,21 @@ function M.parse_args(argv)
     end
     i = i + 1
   end
-  if not cfg.recipe then usage_error("a recipe is required") end
+  if cfg.resume then
+    -- the run's recipe, strategy, options, seed and LLM are its own; budgets may be extended
+    if cfg.recipe then
+      usage_error("--resume takes the recipe from run %d: drop '%s'", cfg.resume, cfg.recipe)
+    end
+    for _, f in ipairs(given) do
+      if f == "--strategy" or f == "--llm" or f == "--set" or f == "--seed" or f == "--arch" then
+        usage_error("--resume takes %s from run %d (recorded when it started): drop %s",
+                    f:sub(3), cfg.resume, f)
+      end
+    end
+    cfg.seed = nil
+  elseif not cfg.recipe then
+    usage_error("a recipe is required")
+  end
   return cfg
 end
 
@@ -191,9 +213,10 @@ local function load_task(spec, host)
   return task, path
 end
 
--- The evaluator: the GPU one, or the model named by KEVO_EVALUATOR=model:FILE.
-local function make_evaluator(task, cfg, host)
-  local spec = host.getenv("KEVO_EVALUATOR")
+-- The evaluator: the GPU one, or the model named by spec (KEVO_EVALUATOR=model:FILE).
+-- KEVO_MODEL_DELAY=SECONDS makes the model take that long per candidate (tests that kill a
+-- run during an evaluation).
+local function make_evaluator(task, cfg, host, spec)
   if spec and spec ~= "" then
     local file = spec:match("^model:(.+)$")
     if not file then usage_error("KEVO_EVALUATOR must be model:FILE, got '%s'", spec) end
@@ -205,7 +228,16 @@ local function make_evaluator(task, cfg, host)
     if not okm or type(model) ~= "function" then
       usage_error("KEVO_EVALUATOR: %s must return a function(candidate, task)", file)
     end
-    return search.model_evaluator(model, task), "model " .. file
+    local ev = search.model_evaluator(model, task)
+    local delay = tonumber(host.getenv("KEVO_MODEL_DELAY") or "")
+    if delay and delay > 0 then
+      local inner = ev.evaluate_many
+      ev.evaluate_many = function(list)
+        host.sleep(delay * #list)
+        return inner(list)
+      end
+    end
+    return ev, "model " .. file
   end
   local ok, evaluator = pcall(function() return require "kevo.evaluator" end)
   if not ok then error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0) end
@@ -226,9 +258,34 @@ local function make_evaluator(task, cfg, host)
   }, "gpu"
 end
 
+-- What kevo.llm's session sees as the archive: the real one, plus bookkeeping for a resume.
+-- A resumed run answers a request from an LLM call this run stored after its last journaled
+-- proposal (the answer came, the kill came before the journal entry): the call is not paid
+-- twice. Each such call answers once; other cache hits only with the user's llm.cache.
+local function llm_archive(db, run_id, state)
+  return {
+    llm_call_add = function(_, spec)
+      local id, msg, code = db:llm_call_add(spec)
+      if id then state.last_id = math.max(state.last_id or 0, id) end
+      return id, msg, code
+    end,
+    llm_call_lookup = function(_, request)
+      local raw, row = db:llm_call_lookup(request)
+      if not raw then return nil end
+      if state.resumed and row.run == run_id and row.id > state.watermark and not state.used[row.id] then
+        state.used[row.id] = true
+        state.served = state.served + (row.input_tokens or 0) + (row.output_tokens or 0)
+        return raw, row
+      end
+      if state.user_cache then return raw, row end
+      return nil
+    end,
+  }
+end
+
 -- The proposer: LLM rewrites through kevo.llm (configured by the host: the sandbox reads no
--- files), kevo.prompt and kevo.extract.
-local function make_proposer(llm_cfg, ctx_ref)
+-- files), kevo.prompt and kevo.extract. llm_state: the llm_archive bookkeeping.
+local function make_proposer(llm_cfg, ctx_ref, llm_state)
   if not llm_cfg then return nil end
   local llm = require "kevo.llm"
   local prompt = require "kevo.prompt"
@@ -248,13 +305,16 @@ local function make_proposer(llm_cfg, ctx_ref)
         best = parent and {source = parent.source, launch = parent.launch, result = entry},
         notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
       local replies, msg, code = llm.generate{messages = messages, n = n}
+      local served = llm_state.served
+      llm_state.served = 0
       if not replies then
         if code == "E_BUDGET" then search.stop("tokens", msg) end
         ctx_ref.ctx:log("llm: %s", msg)
         return {}, 0
       end
       local u = replies.usage or {}
-      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0)
+      -- an answer a resume took from the archive costs what it cost when it was paid
+      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + served
       local out = {}
       for _, r in ipairs(replies) do
         local cands, why = extract.candidates(r)
@@ -271,6 +331,7 @@ local function make_proposer(llm_cfg, ctx_ref)
       end
       return out, tokens
     end,
+    llm_id = function() return llm_state.last_id end,
   }
 end
 
@@ -364,16 +425,83 @@ function M.main(argv, host)
   return EXIT_FAILED
 end
 
+-- The test hook KEVO_FAULT=POINT[:N]: kevo kills itself (SIGKILL) the Nth time (default the
+-- first) the run passes POINT: evaluated (results in hand, nothing written), batch-write (in
+-- the middle of a batch's transaction), committed (a batch written, the strategy not told),
+-- proposed (LLM replies stored in llm_calls, not journaled). docs/resume.md.
+local function make_fault(host)
+  local spec = host.getenv("KEVO_FAULT")
+  if not spec or spec == "" then return nil end
+  local point, nth = spec:match("^([%w_-]+):?(%d*)$")
+  if not point then usage_error("KEVO_FAULT takes POINT[:N], got '%s'", spec) end
+  nth = tonumber(nth) or 1
+  local seen = 0
+  return function(p)
+    if p ~= point then return end
+    seen = seen + 1
+    if seen == nth then host.die() end
+  end
+end
+
+-- The settings an existing run recorded when it started (kevo run --resume, kevo replay):
+-- its row, its config (recipe, strategy, sets, budgets, llm, evaluator_spec) and the length
+-- of its journal.
+function M.recorded(db, id)
+  local row = db:run(id)
+  if not row then usage_error("no run %d in the archive %s", id, db:path()) end
+  local config = json.decode(row.config or "null")
+  if type(config) ~= "table" or type(config.sets) ~= "table" or not config.strategy then
+    usage_error("run %d was made by a kevo that did not record its settings: it cannot be " ..
+                "resumed or replayed", id)
+  end
+  local n = assert(db:journal_count(id))
+  if n == 0 and (row.candidates or 0) > 0 then
+    usage_error("run %d has candidates but no journal: it cannot be resumed or replayed", id)
+  end
+  return row, config, n
+end
+
+M.usage_error = usage_error
+M.load_task = load_task
+M.load_strategy = load_strategy
+M.task_seeds = task_seeds
+
+local function llm_name(l)
+  return l and (l.provider .. ":" .. l.model) or nil
+end
+
 function M.execute(cfg, host)
+  local archive = require "kevo.archive"
+  local dbpath = cfg.db or archive.default_path()
+  local db, row, rec
+  if cfg.resume then
+    local dberr
+    db, dberr = archive.open(dbpath)
+    if not db then usage_error("archive %s: %s", dbpath, dberr) end
+    row, rec = M.recorded(db, cfg.resume)
+    cfg.recipe, cfg.strategy, cfg.sets, cfg.arch = rec.recipe, rec.strategy, rec.sets, rec.arch
+    cfg.seed = row.seed or 1
+    math.randomseed(cfg.seed) -- what the sandbox got from --seed when the run started
+  end
   local task, recipe_path = load_task(cfg.recipe, host)
+  local llm_json, llm_err = host.llm_config, host.llm_config_error
+  if rec then
+    llm_json, llm_err = nil, nil
+    if rec.llm then llm_json, llm_err = host.resolve_llm(rec.llm) end
+  end
+  if llm_err then usage_error("LLM settings: %s", llm_err) end
   local llm_cfg
-  if host.llm_config_error then usage_error("LLM settings: %s", host.llm_config_error) end
-  if host.llm_config then
-    llm_cfg = json.decode(host.llm_config)
+  if llm_json then
+    llm_cfg = json.decode(llm_json)
     if type(llm_cfg) ~= "table" or type(llm_cfg.model) ~= "string" then llm_cfg = nil end
   end
   if cfg.llm and not llm_cfg then usage_error("--llm: the LLM settings did not resolve") end
-  local max_tokens = llm_cfg and (cfg.max_tokens or llm_cfg.budget_tokens) or nil
+  if rec and rec.llm and not llm_cfg then usage_error("LLM %s: the settings did not resolve", rec.llm) end
+  local budgets = {max_evals = cfg.max_evals, time_s = cfg.time_s,
+                   max_tokens = llm_cfg and (cfg.max_tokens or llm_cfg.budget_tokens) or nil}
+  if rec then -- replay under the run's own budgets; extensions apply once it goes live
+    budgets = {max_evals = rec.max_evals, time_s = rec.time_s, max_tokens = rec.max_tokens}
+  end
   local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
                                      cfg.sets, host)
   local seeds = task_seeds(task, host)
@@ -386,33 +514,62 @@ function M.execute(cfg, host)
     -- the PyTorch problem is the specification the LLM writes kernels to (kevo.prompt)
     ref.source = host.read_file(ref.file)
   end
-  local evaluator, evaluator_name = make_evaluator(task, cfg, host)
-  local archive = require "kevo.archive"
-  local dbpath = cfg.db or archive.default_path()
-  local db, dberr = archive.open(dbpath)
-  if not db then usage_error("archive %s: %s", dbpath, dberr) end
-  local recipe_name = task.name or recipe_path
-  local run_id = assert(db:run_create{
-    recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
-    config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
-                          opts = sopts, max_tokens = max_tokens,
-                          llm = llm_cfg and (llm_cfg.provider .. ":" .. llm_cfg.model) or nil,
-                          max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
-                          evaluator = evaluator_name}),
-  })
-  M.open_run = {db = dbpath, id = run_id}
-  host.started(dbpath, run_id)
-  if llm_cfg then
-    require("kevo.llm").configure{config = llm_cfg, archive = db, run = run_id,
-                                  budget_tokens = max_tokens}
+  local espec = host.getenv("KEVO_EVALUATOR")
+  if espec == "" then espec = nil end
+  if rec then
+    if espec and espec ~= rec.evaluator_spec then
+      usage_error("run %d was evaluated by %s: resuming it with KEVO_EVALUATOR=%s would mix " ..
+                  "another evaluator's results into it", cfg.resume,
+                  rec.evaluator_spec or "the GPU", espec)
+    end
+    espec = rec.evaluator_spec
   end
+  local evaluator, evaluator_name = make_evaluator(task, cfg, host, espec)
+  if not db then
+    local dberr
+    db, dberr = archive.open(dbpath)
+    if not db then usage_error("archive %s: %s", dbpath, dberr) end
+  end
+  local recipe_name = task.name or recipe_path
+  local run_id, tape
+  if rec then
+    run_id = cfg.resume
+    if row.status == "running" then
+      kevo.log("kevo run: run %d is marked running: resuming it as a run whose kevo died " ..
+               "(if that kevo still runs, stop it first)", run_id)
+    end
+    tape = journal.open{db = db, run = run_id, mode = "resume"}
+  else
+    run_id = assert(db:run_create{
+      recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
+      config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
+                            opts = sopts, sets = json.array(cfg.sets),
+                            max_tokens = budgets.max_tokens, llm = llm_name(llm_cfg),
+                            max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
+                            evaluator = evaluator_name, evaluator_spec = espec}),
+    })
+    M.open_run = {db = dbpath, id = run_id}
+    host.started(dbpath, run_id)
+    tape = journal.open{db = db, run = run_id, mode = "live"}
+  end
+  local llm_state = {last_id = 0, watermark = 0, used = {}, served = 0,
+                     user_cache = llm_cfg and llm_cfg.cache or false}
+  local function configure_llm(budget)
+    if not llm_cfg then return end
+    require("kevo.llm").configure{config = llm_cfg, archive = llm_archive(db, run_id, llm_state),
+                                  run = run_id, budget_tokens = budget,
+                                  cache = (llm_state.user_cache or llm_state.resumed) and true or false}
+  end
+  if not rec then configure_llm(budgets.max_tokens) end
 
   local ctx_ref = {}
   local last_draw = -1
   local ctx = search.new{
-    task = task, seeds = seeds, evaluator = evaluator, proposer = make_proposer(llm_cfg, ctx_ref),
-    archive = db, run = run_id, seed = cfg.seed, max_evals = cfg.max_evals, time_s = cfg.time_s,
-    max_tokens = max_tokens, interrupted = host.interrupted,
+    task = task, seeds = seeds, evaluator = evaluator,
+    proposer = make_proposer(llm_cfg, ctx_ref, llm_state), archive = db, run = run_id,
+    seed = cfg.seed, max_evals = budgets.max_evals, time_s = budgets.time_s,
+    max_tokens = budgets.max_tokens, interrupted = host.interrupted, tape = tape,
+    fault = make_fault(host),
     on_progress = function(c)
       local now = c:elapsed()
       if host.tty and now - last_draw < 0.1 then return end
@@ -425,12 +582,42 @@ function M.execute(cfg, host)
     end,
   }
   ctx_ref.ctx = ctx
-  kevo.log("kevo run %d: %s on %s, %d seed(s), evaluator: %s%s", run_id, strat.name, recipe_name,
-           #seeds, evaluator_name, llm_cfg and (", llm " .. llm_cfg.provider .. ":" .. llm_cfg.model) or "")
+  local resumed_at
+  if rec then
+    tape:on_live(function(t) -- the journal is read back: the run goes on from here
+      local o = ctx._opts
+      o.max_evals = cfg.max_evals or o.max_evals
+      o.time_s = cfg.time_s or o.time_s
+      if llm_cfg then o.max_tokens = cfg.max_tokens or o.max_tokens end
+      assert(db:run_reopen(run_id))
+      M.open_run = {db = dbpath, id = run_id}
+      host.started(dbpath, run_id)
+      resumed_at = t.pos
+      t:record("resume", "{}", {max_evals = o.max_evals, time_s = o.time_s,
+                                max_tokens = o.max_tokens, t = ctx:elapsed(), after = t.pos})
+      llm_state.resumed, llm_state.watermark, llm_state.last_id = true, t.llm_id, t.llm_id
+      configure_llm(o.max_tokens and math.max(0, o.max_tokens - ctx.tokens))
+      kevo.log("kevo run %d: resumed after journal entry %d (%d evaluations, %.1f s of run " ..
+               "time replayed); going on live", run_id, resumed_at, ctx.evals, ctx:elapsed())
+    end)
+  end
+  kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s", run_id,
+           rec and "resuming " or "", strat.name, recipe_name, #seeds, evaluator_name,
+           llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")
 
   local ok, err = pcall(strat.run, ctx, sopts)
   if evaluator.close then evaluator.close() end
   if host.tty then host.clear_progress() end
+  if ok then
+    local d = tape:finish()
+    if d then ok, err = false, d end
+  end
+  if not ok and journal.is_divergence(err) then
+    kevo.log("%s", tostring(err))
+    kevo.log("kevo run: the strategy no longer asks what run %d's journal recorded (changed, " ..
+             "or not deterministic: docs/resume.md); the run is left as it was", run_id)
+    return EXIT_FAILED
+  end
   local status, why = "done", nil
   if not ok then
     if search.is_stop(err) then
@@ -442,11 +629,16 @@ function M.execute(cfg, host)
       kevo.log("kevo run: the strategy failed: %s", tostring(err))
     end
   end
-  db:run_finish(run_id, status)
+  if tape.mode == "live" or row.status == "running" or row.status == "killed" then
+    db:run_finish(run_id, status)
+  else
+    status = row.status -- a finished run read back to its end: nothing to do
+  end
   M.open_run = nil
   return M.summary(ctx, {run = run_id, status = status, why = why, strategy = strat.name,
                          recipe = recipe_name, cfg = cfg, host = host, db = db,
-                         synthetic = evaluator_name ~= "gpu"})
+                         synthetic = evaluator_name ~= "gpu",
+                         resumed = rec and (resumed_at or tape.pos) or nil})
 end
 
 -- Prints the summary on stdout and writes the best kernel; returns the exit code.
@@ -467,6 +659,9 @@ function M.summary(ctx, s)
     #fails > 0 and (" (" .. table.concat(fails, ", ") .. ")") or "",
     ctx.llm and (", " .. ctx.tokens .. " tokens") or "", ctx:elapsed(),
     s.why and (" [" .. s.why.reason .. "]") or ""))
+  if s.resumed then
+    print(string.format("resumed: %d journal entries read back, not redone", s.resumed))
+  end
   if s.why and s.why.reason == "no_gpu" then
     local m = s.why.message or "no GPU"
     print(m:find("needs a GPU", 1, true) and m or ("verification needs a GPU: " .. m))

@@ -49,6 +49,7 @@
 -- Determinism: a strategy must make the same calls given the same seed and the same results.
 -- Iterate lists, not pairs(); draw from ctx.rng only.
 local json = require "kevo.json"
+local journal = require "kevo.journal"
 
 local M = {}
 
@@ -61,10 +62,14 @@ Stop.__tostring = function(s)
 end
 
 -- Reasons that end the whole run (others end only the current phase or strategy part).
-local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = true}
+-- journal_end and replay end a replay (kevo replay): the journal of a run cut short ends, or a
+-- diverged replay has gone on offline long enough.
+local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = true,
+                     journal_end = true, replay = true}
 
-local function stop(reason, message)
-  error(setmetatable({reason = reason, message = message}, Stop), 0)
+-- depth: for "phase", the with_limits level whose budget ended (1 the outermost).
+local function stop(reason, message, depth)
+  error(setmetatable({reason = reason, message = message, depth = depth}, Stop), 0)
 end
 
 function M.is_stop(e)
@@ -224,6 +229,11 @@ Ctx.__index = Ctx
   opts.archive    nil, or an open kevo.archive handle; opts.run: the run id
   opts.seed       the run's seed; opts.max_evals, opts.time_s, opts.max_tokens: budgets
   opts.clock      function() -> seconds (monotonic); opts.interrupted: function() -> bool
+  opts.tape       nil, or a kevo.journal tape: every nondeterministic answer (evaluation
+                  results, proposals, clock and Ctrl-C stops) is recorded in, or read back
+                  from, the run's journal (docs/resume.md). The run's time (ctx:elapsed()) is
+                  then the journal's: frozen at the last entry read back while replaying.
+  opts.fault(point)  a test hook called at points where a kill must lose nothing
   opts.on_progress(ctx), opts.on_log(line): display hooks ]]
 function M.new(opts)
   assert(type(opts) == "table", "search.new: options table expected")
@@ -244,8 +254,11 @@ function M.new(opts)
     evals = 0,       -- evaluations made (duplicates not counted)
     tokens = 0,      -- LLM tokens spent
     proposals = 0,   -- candidates the LLM returned
-    started = clock(),
     _clock = clock,
+    _time_base = 0,  -- the run's time when the live clock (re)started
+    _live_t0 = clock(),
+    _tape = opts.tape,
+    _offline_id = 0, -- ids of candidates a replay has no record of (negative)
     _opts = opts,
     _entries = {},
     _seen = {},      -- candidate key -> entry
@@ -255,11 +268,33 @@ function M.new(opts)
     _dup_batches = 0,
     _fatal = nil,    -- a verdict that means no evaluation can succeed here
   }, Ctx)
+  local tape = opts.tape
+  if tape then
+    tape:on_live(function(t)
+      ctx._time_base, ctx._live_t0 = t.t, clock()
+    end)
+    -- a resume recorded here: the budgets from then on (absent: unlimited)
+    tape.on_budgets = function(b)
+      opts.max_evals, opts.time_s, opts.max_tokens = b.max_evals, b.time_s, b.max_tokens
+    end
+  end
   return ctx
 end
 
+-- The run's time in seconds: live, since the run started (across resumes); replaying, the
+-- time of the last journal entry read back.
+function Ctx:_now()
+  local tape = self._tape
+  if tape and tape.mode ~= "live" then return tape.t end
+  return self._time_base + (self._clock() - self._live_t0)
+end
+
 function Ctx:elapsed()
-  return self._clock() - self.started
+  return self:_now()
+end
+
+function Ctx:_live()
+  return self._tape == nil or self._tape:live()
 end
 
 function Ctx:budget_left()
@@ -275,28 +310,65 @@ function Ctx:budget_left()
       left.evals = left.evals and math.min(left.evals, e) or e
     end
     if p.deadline then
-      local s = math.max(0, p.deadline - self._clock())
+      local s = math.max(0, p.deadline - self:_now())
       left.seconds = left.seconds and math.min(left.seconds, s) or s
     end
   end
   return left
 end
 
+-- The outermost with_limits level whose budget test(p) says is spent, or nil.
+local function spent_phase(p, test)
+  local owner
+  while p do
+    if test(p) then owner = p end
+    p = p.parent
+  end
+  return owner
+end
+
 -- Raises the stop that applies now, if any. `what` is "evaluate" or "propose".
+-- Deterministic stops (the evaluation and token budgets, a fatal verdict) are tested here
+-- every time; the others (Ctrl-C, the clock) are tested live and recorded in the journal,
+-- and read back from it when replaying.
 function Ctx:_check_stop(what)
   local o = self._opts
-  if o.interrupted and o.interrupted() then stop("interrupted", "Ctrl-C") end
+  local tape = self._tape
+  local replaying = tape and not tape:live()
+  if replaying then
+    local s = tape:take_stop()
+    if s then stop(s.reason, s.message, s.depth) end
+    replaying = not tape:live() -- a resume goes live here at the journal's end
+  end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
   if o.max_evals and self.evals >= o.max_evals then
     stop("evals", "--max-evals " .. o.max_evals .. " reached")
   end
-  if o.time_s and self:elapsed() >= o.time_s then stop("time", "--time budget spent") end
-  local p = self._phase
-  if p and p.evals_end and self.evals >= p.evals_end then stop("phase", "phase evaluations") end
-  if p and p.deadline and self._clock() >= p.deadline then stop("phase", "phase time") end
+  local pe = spent_phase(self._phase, function(p) return p.evals_end and self.evals >= p.evals_end end)
+  if pe then stop("phase", "phase evaluations", pe.depth) end
   if what == "propose" and o.max_tokens and self.tokens >= o.max_tokens then
     stop("tokens", "token budget " .. o.max_tokens .. " spent")
   end
+  if tape and tape.diverged and tape.offline >= math.max(200, 2 * tape.n) then
+    stop("replay", string.format("%d steps past the divergence, offline", tape.offline))
+  end
+  if replaying then return end
+  local reason, message, depth
+  if o.interrupted and o.interrupted() then
+    reason, message = "interrupted", "Ctrl-C"
+  elseif o.time_s and self:_now() >= o.time_s then
+    reason, message = "time", "--time budget spent"
+  else
+    local now = self:_now()
+    local pt = spent_phase(self._phase, function(p) return p.deadline and now >= p.deadline end)
+    if pt then reason, message, depth = "phase", "phase time", pt.depth end
+  end
+  if not reason then return end
+  if tape then
+    tape:record("stop", journal.canonical({what = what}),
+                {reason = reason, message = message, depth = depth, t = self:_now()})
+  end
+  stop(reason, message, depth)
 end
 
 local function check_candidate(c, i)
@@ -333,26 +405,93 @@ end
 -- Verdicts after which no other candidate can do better on this machine.
 local FATAL_VERDICT = {no_gpu = "no_gpu"}
 
--- Records one candidate (and, later, its evaluation) in the archive; returns its id.
-function Ctx:_record_candidate(c)
-  local db = self._opts.archive
-  if not db then
-    self._next_id = self._next_id + 1
-    return self._next_id
+local REPLAY_MISS = {ok = false, verdict = "error", stage = "compile",
+                     message = "E_REPLAY: no recorded result for this candidate (a replay is " ..
+                               "offline: it evaluates nothing)"}
+
+-- A result as the journal holds it: JSON round trip, so a live run and its replay hand the
+-- strategy the same values (numbers, strings cut at a NUL, no functions).
+local function as_recorded(r)
+  if type(r) ~= "table" then
+    r = {ok = false, verdict = "error", stage = "compile",
+         message = "evaluator returned no result for this candidate"}
   end
-  local id = assert(db:candidate_add{
-    run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
-    source = c.source, launch = c.launch, knobs = json.encode(c.knobs or {}),
-  })
-  return id
+  local ok, text = pcall(json.encode, r)
+  if not ok then text = json.encode({ok = false, verdict = r.verdict or "error",
+                                     stage = r.stage or "compile", message = r.message}) end
+  return json.decode(text), text
 end
 
-function Ctx:_record_eval(entry, result_json)
+-- The request of an evaluation batch: each candidate's identity and lineage.
+local function eval_items(todo)
+  local items = {}
+  for j, c in ipairs(todo) do
+    items[j] = {lang = c.lang, src = journal.digest(c.source), launch = journal.digest(c.launch),
+                knobs = knobs_key(c.knobs), parent = c.parent, origin = c.origin}
+  end
+  return items
+end
+
+-- Evaluates the batch live; with an archive, records its candidates, evaluations and journal
+-- entry in one transaction (a kill leaves all of them or none). Returns ids, results.
+function Ctx:_evaluate_live(todo, request)
+  local fault = self._opts.fault or function() end
+  local raw = self._opts.evaluator.evaluate_many(todo)
+  fault("evaluated")
+  local results, texts = {}, {}
+  for j = 1, #todo do results[j], texts[j] = as_recorded(raw[j]) end
+  local ids = {}
   local db = self._opts.archive
-  if not db then return end
-  assert(db:eval_add{candidate = entry.id, stage = entry.stage or "done",
-                     verdict = entry.verdict or "error", ok = entry.ok and true or false,
-                     result = result_json})
+  if not db then
+    for j = 1, #todo do
+      self._next_id = self._next_id + 1
+      ids[j] = self._next_id
+    end
+    return ids, results
+  end
+  assert(db:begin())
+  local ok, err = pcall(function()
+    for j, c in ipairs(todo) do
+      ids[j] = assert(db:candidate_add{
+        run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
+        source = c.source, launch = c.launch, knobs = json.encode(c.knobs or {})})
+    end
+    fault("batch-write")
+    for j, r in ipairs(results) do
+      assert(db:eval_add{candidate = ids[j], stage = r.stage or "done", verdict = r.verdict or "error",
+                         ok = r.ok and true or false, result = texts[j]})
+    end
+    if self._tape then
+      self._tape:record("evaluate", request, {ids = ids, results = results, t = self:_now()})
+    end
+    assert(db:commit())
+  end)
+  if not ok then
+    db:rollback()
+    error(err, 0)
+  end
+  fault("committed")
+  return ids, results
+end
+
+-- The batch's answer read back from the journal (a replay after a divergence may lack some:
+-- they get negative ids and an E_REPLAY result).
+function Ctx:_evaluate_recorded(todo, request)
+  local items = eval_items(todo)
+  local keys = {}
+  for j, it in ipairs(items) do keys[j] = journal.item_key(it) end
+  local resp = self._tape:take("evaluate", request, keys) or {}
+  local ids, results = {}, {}
+  for j = 1, #todo do
+    ids[j] = resp.ids and resp.ids[j]
+    results[j] = resp.results and resp.results[j]
+    if not (ids[j] and results[j]) then
+      self._offline_id = self._offline_id - 1
+      ids[j] = self._offline_id
+      results[j] = json.decode(json.encode(REPLAY_MISS))
+    end
+  end
+  return ids, results
 end
 
 function Ctx:evaluate(cands)
@@ -390,18 +529,18 @@ function Ctx:evaluate(cands)
     return out
   end
   self._dup_batches = 0
-  for _, cand in ipairs(todo) do cand.id = self:_record_candidate(cand) end
-  local results = self._opts.evaluator.evaluate_many(todo)
+  local tape = self._tape
+  local request = tape and journal.canonical({cands = eval_items(todo)})
+  local ids, results
+  if tape and not tape:live() then
+    ids, results = self:_evaluate_recorded(todo, request)
+  else
+    ids, results = self:_evaluate_live(todo, request)
+  end
   local entries = {}
   for j, cand in ipairs(todo) do
+    cand.id = ids[j]
     local r = results[j]
-    if type(r) ~= "table" then
-      r = {ok = false, verdict = "error", stage = "compile",
-           message = "evaluator returned no result for this candidate"}
-    end
-    local ok, text = pcall(json.encode, r)
-    self:_record_eval({id = cand.id, stage = r.stage, verdict = r.verdict, ok = r.ok},
-                      ok and text or json.encode({verdict = r.verdict, message = r.message}))
     local entry = r
     entry.id, entry.candidate, entry.ok = cand.id, cand, r.ok and true or false
     entry.score = score_of(entry)
@@ -418,7 +557,7 @@ function Ctx:evaluate(cands)
     end
   end
   for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
-  if self._opts.on_progress then self._opts.on_progress(self) end
+  if self._opts.on_progress and self:_live() then self._opts.on_progress(self) end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
   if truncated then self:_check_stop("evaluate") end
   return out
@@ -435,7 +574,7 @@ function Ctx:propose(parent, feedback, n)
     error("ctx:propose: parent must be an entry, a candidate or nil", 2)
   end
   self:_check_stop("propose")
-  local cands, used = p.propose(cand, entry, feedback, n, self.task)
+  local cands, used = self:_propose(p, cand, entry, feedback, n)
   self.tokens = self.tokens + (used or 0)
   local out = {}
   cand = cand or {lang = "cuda"} -- written from the task alone: no parent, no knobs
@@ -445,8 +584,50 @@ function Ctx:propose(parent, feedback, n)
                      seed = cand.seed}
   end
   self.proposals = self.proposals + #out
-  if self._opts.on_progress then self._opts.on_progress(self) end
+  if self._opts.on_progress and self:_live() then self._opts.on_progress(self) end
   return out
+end
+
+-- The proposer's answer (candidates, tokens): asked live and recorded, or read back. A stop
+-- the proposer raises (the LLM's token budget) is recorded as the answer too.
+function Ctx:_propose(p, cand, entry, feedback, n)
+  local tape = self._tape
+  if not tape then return p.propose(cand, entry, feedback, n, self.task) end
+  local request = journal.canonical({
+    parent = cand and {id = cand.id, lang = cand.lang, src = journal.digest(cand.source),
+                       launch = journal.digest(cand.launch), knobs = knobs_key(cand.knobs)}
+      or "none", -- written from the task alone
+    feedback = journal.digest(feedback), n = n})
+  if not tape:live() then
+    local resp = tape:take("propose", request)
+    if not resp then
+      self:_log_offline("no recorded LLM answer for this request: no candidates")
+      return {}, 0
+    end
+    if type(resp.stop) == "table" then stop(resp.stop.reason, resp.stop.message) end
+    return resp.cands or {}, resp.tokens or 0
+  end
+  local ok, cands, used = pcall(p.propose, cand, entry, feedback, n, self.task)
+  if not ok then
+    if M.is_stop(cands) then
+      tape:record("propose", request, {stop = {reason = cands.reason, message = cands.message},
+                                       t = self:_now()})
+    end
+    error(cands, 0)
+  end
+  local list = {}
+  for i, c in ipairs(cands or {}) do
+    list[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs}
+  end
+  local resp = json.decode(json.encode({cands = json.array(list), tokens = used or 0,
+                                        llm_id = p.llm_id and p.llm_id() or nil, t = self:_now()}))
+  if self._opts.fault then self._opts.fault("proposed") end
+  tape:record("propose", request, resp)
+  return resp.cands, resp.tokens
+end
+
+function Ctx:_log_offline(msg)
+  if self._opts.on_offline then self._opts.on_offline(msg) else self:log("replay: %s", msg) end
 end
 
 function Ctx:history()
@@ -611,9 +792,9 @@ end
 -- token budget, or a stall) ended it. A stop of the whole run and any error propagate.
 function Ctx:with_limits(limits, fn, ...)
   local saved = self._phase
-  local p = {}
+  local p = {parent = saved, depth = (saved and saved.depth or 0) + 1}
   if limits.evals then p.evals_end = self.evals + limits.evals end
-  if limits.seconds then p.deadline = self._clock() + limits.seconds end
+  if limits.seconds then p.deadline = self:_now() + limits.seconds end
   if saved then
     if saved.evals_end then p.evals_end = math.min(p.evals_end or math.huge, saved.evals_end) end
     if saved.deadline then p.deadline = math.min(p.deadline or math.huge, saved.deadline) end
@@ -625,64 +806,16 @@ function Ctx:with_limits(limits, fn, ...)
   local e = res[2]
   if M.is_stop(e) and not GLOBAL_STOP[e.reason] then
     -- a stop from an outer phase belongs to the outer phase
-    if e.reason == "phase" and saved and self:_outer_spent(saved) then error(e, 0) end
+    if e.reason == "phase" and e.depth and e.depth < p.depth then error(e, 0) end
     return false, e
   end
   error(e, 0)
 end
 
-function Ctx:_outer_spent(p)
-  return (p.evals_end and self.evals >= p.evals_end) or (p.deadline and self._clock() >= p.deadline)
-end
-
 ---------------------------------------------------------------------------------------------
--- The model evaluator: a testing and teaching aid, never the default. A model is a Lua
--- function(candidate, task) -> a small result table that computes a synthetic outcome from the
--- knobs and source (examples/cost_model.lua). `kevo run` uses one when KEVO_EVALUATOR is
--- model:<file>; every result it gives says synthetic = true, and so does the run's summary.
-
-local STAGE_OF = {ok = "done", compile_error = "compile", launch_error = "verify",
-                  wrong = "verify", unwritten = "verify", nondeterministic = "verify",
-                  input_modified = "verify", crash = "verify", timeout = "verify",
-                  implausible = "bench", no_gpu = "verify", error = "compile"}
-
--- Shapes a model's answer {verdict=, message=, feedback=, ms=, ref_ms=, registers=,
--- roofline_pct=, worst=} into an evaluation result (docs/architecture.md).
-function M.shape_model_result(r)
-  if type(r) ~= "table" then r = {verdict = "error", message = "model returned " .. type(r)} end
-  local verdict = r.verdict or (r.ms and "ok") or "error"
-  local res = {ok = verdict == "ok", verdict = verdict, stage = r.stage or STAGE_OF[verdict] or "done",
-               message = r.message or verdict, synthetic = true,
-               compile = {ms = 0, cached = false, arch = "model", diagnostics = {},
-                          kernels = {{name = "model", registers = r.registers or 32,
-                                      shared_static = 0, local_bytes = 0,
-                                      spill_stores = 0, spill_loads = 0}}}}
-  if verdict == "ok" then
-    local ms, ref = r.ms, r.ref_ms or r.ms
-    res.bench = {median_ms = ms, min_ms = ms, p10_ms = ms, p90_ms = ms, rse = 0, reps = 1,
-                 ref_median_ms = ref, speedup = ref / ms, roofline_pct = r.roofline_pct}
-    res.feedback = r.feedback or string.format("verified; %.4f ms, %.2fx the reference", ms, ref / ms)
-  else
-    if r.worst then res.verify = {trials = 1, mismatches = 1, worst = r.worst} end
-    res.feedback = r.feedback or res.message
-  end
-  return res
-end
-
-function M.model_evaluator(model, task)
-  if type(model) ~= "function" then error("search.model_evaluator: a function expected", 2) end
-  return {
-    model = true,
-    evaluate_many = function(list)
-      local out = {}
-      for i, c in ipairs(list) do
-        local ok, r = pcall(model, c, task)
-        if not ok then r = {verdict = "error", message = "model: " .. tostring(r)} end
-        out[i] = M.shape_model_result(r)
-      end
-      return out
-    end,
-  }
-end
+-- The model evaluator (KEVO_EVALUATOR=model:FILE): lua/kevo/model_eval.lua.
+local model_eval = require "kevo.model_eval"
+M.shape_model_result = model_eval.shape_result
+M.model_evaluator = model_eval.evaluator
 
 return M

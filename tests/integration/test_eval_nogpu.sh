@@ -72,6 +72,9 @@ reference: {lang: cuda, file: ref.cu}
 EOF
 t "malformed recipe exits 2" 2 "$KEVO" eval "$tmp/bad.yaml" "$tmp/broken.cu"
 has "bad.yaml:[0-9]+:[0-9]+: "
+KEVO_RECIPES="$KEVO_SRC/recipes" t "a recipe by name" 1 "$KEVO" eval softmax "$KEVO_SRC/recipes/softmax/rowwise.cu"
+has "verification needs a GPU"
+KEVO_RECIPES="$KEVO_SRC/recipes" t "an unknown recipe name exits 2" 2 "$KEVO" eval no_such_recipe "$tmp/broken.cu"
 t "missing kernel file exits 2" 2 "$KEVO" eval "$recipe" "$tmp/nonexistent.cu"
 t "no arguments exits 2" 2 "$KEVO" eval
 has "usage: kevo eval"

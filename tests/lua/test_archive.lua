@@ -143,6 +143,35 @@ do
   assert(#scoped:runs() == 1)
 end
 
+-- one transaction: rolled back, nothing of it stays; committed, all of it is there
+do
+  local tdb = assert(archive.open(dir .. "/tx.db"))
+  local r = assert(tdb:run_create{recipe = "t", strategy = "s", config = {}})
+  assert(tdb:run_finish(r, "killed"))
+  assert(tdb:begin())
+  local c = assert(tdb:candidate_add{run = r, origin = "seed", lang = "cuda", source = "x"})
+  assert(tdb:eval_add{candidate = c, stage = "done", verdict = "error", ok = false})
+  assert(tdb:journal_append(r, "evaluate", "{}", "{}") == 1)
+  tdb:rollback()
+  assert(#tdb:candidates(r) == 0 and tdb:journal_count(r) == 0)
+  tdb:rollback() -- none open: nothing happens
+  assert(tdb:begin())
+  c = assert(tdb:candidate_add{run = r, origin = "seed", lang = "cuda", source = "x"})
+  assert(tdb:journal_append(r, "evaluate", "{}", "{}") == 1)
+  assert(tdb:commit())
+  assert(#tdb:candidates(r) == 1 and tdb:journal_count(r) == 1)
+  -- a finished run runs again (kevo run --resume)
+  assert(tdb:run(r).status == "killed" and tdb:run(r).finished)
+  assert(tdb:run_reopen(r))
+  assert(tdb:run(r).status == "running" and tdb:run(r).finished == nil)
+  raises("no run", tdb.run_reopen, tdb, 999)
+  tdb:close()
+  local ro = assert(archive.open(dir .. "/tx.db", {readonly = true}))
+  raises("read%-only", ro.run_reopen, ro, r)
+  raises("read%-only", ro.begin, ro)
+  ro:close()
+end
+
 -- expected failures return nil, msg, "E_DB"
 local garbage = dir .. "/garbage.db"
 local f = assert(io.open(garbage, "wb"))

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""run_llm_server.py (the loopback rewriter) with a request log and a hold, for test_resume.sh.
+
+Every chat request is logged to LOG (argv[1]) as "recv <sha>" when it arrives and "sent <sha>"
+once its reply is written (sha: sha256 of the body, 16 hex digits). While the file CTL (argv[2])
+holds "hold <sha>", a request with that sha is logged as "held <sha>" and answered only after
+60 s (the test kills kevo meanwhile). Prints "PORT <n>" once listening on 127.0.0.1.
+"""
+import hashlib
+import os
+import sys
+import threading
+import time
+from http.server import ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_llm_server  # noqa: E402
+
+LOCK = threading.Lock()
+
+
+def log(line):
+    with LOCK, open(sys.argv[1], "a") as f:
+        f.write(line + "\n")
+
+
+class Handler(run_llm_server.Handler):
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(n)
+        sha = hashlib.sha256(raw).hexdigest()[:16]
+        log("recv " + sha)
+        try:
+            with open(sys.argv[2]) as f:
+                ctl = f.read().split()
+        except OSError:
+            ctl = []
+        if ctl[:2] == ["hold", sha]:
+            log("held " + sha)
+            time.sleep(60)
+        # hand the body on to the rewriter as if it had just been read
+        import io
+        self.rfile = io.BytesIO(raw)
+        super().do_POST()
+        log("sent " + sha)
+
+
+def main():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    print("PORT %d" % srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
