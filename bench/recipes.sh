@@ -7,7 +7,7 @@
 set -u
 src="${KEVO_SRC:-$(cd "$(dirname "$0")/.." && pwd)}"
 kevo="${KEVO:-$src/build/kevo}"
-max="${1:-40}"; shift || true
+max="${1:-16}"; shift || true
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for y in "$src"/recipes/*.yaml; do names+=("$(basename "${y%.yaml}")"); done

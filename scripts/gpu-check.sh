@@ -3,7 +3,7 @@
 # (default ./gpu-out). Build the bundle first on a machine with kevo's build dependencies:
 #   scripts/gpu-bundle.sh .gpu-stage        (here)
 #   scripts/gpu-check.sh [.gpu-stage] [tests|bench|all]   (on the GPU host, from the source root)
-# A table of results is printed last.
+# ONLY=REGEX runs only the tests/benchmarks whose names match. A table of results is printed last.
 set -u
 cd "$(dirname "$0")/.."
 stage="${1:-.gpu-stage}"
@@ -23,6 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 results=()
 step() { # step NAME LIMIT_S CMD...: runs CMD with a time limit, logs to $out/NAME.log
   local name=$1 limit=$2; shift 2
+  if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$? verdict
