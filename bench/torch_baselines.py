@@ -41,7 +41,7 @@ def op_for(name, spec):
         "vector_add": lambda a, b: a + b,
         "softmax": lambda x: torch.softmax(x, -1),
         "log_softmax": lambda x: F.log_softmax(x, -1),
-        "gelu": lambda x: F.gelu(x, approximate="none"  # the recipe is the erf form),
+        "gelu": lambda x: F.gelu(x, approximate="none"),  # the recipe is the erf form
         "layernorm": lambda x, w, b: F.layer_norm(x, (n,), w, b, eps["layernorm"]),
         "rmsnorm": lambda x, w: F.rms_norm(x, (n,), w, eps["rmsnorm"]),
         "row_sum": lambda x: x.sum(-1),

@@ -144,8 +144,15 @@ int ev_gen_inputs(ev *e, ev_shape *s, int trial) {
   for (int i = 0; i < e->ntensors; i++) {
     ev_tensor *t = &e->tensors[i];
     if (t->output) continue;
+    /* the shape's own bounds when the request gives them (randint(0, C) must follow C) */
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(s->spec, "init"), t->name);
+    const cJSON *ja = cJSON_GetObjectItemCaseSensitive(in, "a");
+    const cJSON *jb = cJSON_GetObjectItemCaseSensitive(in, "b");
+    double a = cJSON_IsNumber(ja) ? ja->valuedouble : t->a;
+    double b = cJSON_IsNumber(jb) ? jb->valuedouble : t->b;
     CUresult r = devk_fill(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].numel, t->dt,
-                           input_key(e, s, trial, i), t->kind, t->a, t->b);
+                           input_key(e, s, trial, i), t->kind, a, b);
     if (r) return ev_cuda_fail(e, r, "drawing inputs");
   }
   return 0;
@@ -167,6 +174,7 @@ void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
   kevo_sha256_update(&h, s->label, strlen(s->label) + 1);
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(e->req, "tensors"));
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "numel"));
+  hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "init"));
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "reference"));
   kevo_sha256_final_hex(&h, out);
 }

@@ -1,11 +1,13 @@
-// Right for its first 64 launches (more than verification needs), then it stops reading b
-// and writes c = a: cheaper, and wrong. The launches in the timing loop are past 64, so the
-// check of the outputs after the timing loop must catch it.
+// Right for its first 44 launches (verification needs 40: 4 shapes x 5 trials x 2 runs), then
+// it stops reading b and writes c = a: cheaper, and wrong, for good. Every repetition of the
+// timing loop is checked against the verified output (and the outputs again after the loop),
+// so it fails there. (A kernel honest for more calls than kevo ever makes is, for those calls,
+// simply correct: no harness can tell it apart.)
 /* kevo:launch
 return {kernels = {{name = "vector_add", grid = {cdiv(N, 256)}, block = {256},
                     args = {"a", "b", "c", i32(N)}}}}
 */
-#define HONEST_LAUNCHES 64u
+#define HONEST_LAUNCHES 44u
 __device__ unsigned int launches;
 __device__ unsigned int blocks_done;
 
