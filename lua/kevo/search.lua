@@ -269,6 +269,7 @@ function M.new(opts)
     _next_id = 0,    -- ids when there is no archive
     _phase = nil,    -- {evals_end=, deadline=} set by with_limits
     _dup_batches = 0,
+    _dup_llm_batches = 0, -- of those, batches of LLM proposals (each a paid call)
     _fatal = nil,    -- a verdict that means no evaluation can succeed here
   }, Ctx)
   private[ctx] = {opts = opts, tape = opts.tape}
@@ -536,9 +537,16 @@ function Ctx:evaluate(cands)
     -- Only duplicates: free, but a strategy that keeps asking for known points is stuck.
     self._dup_batches = self._dup_batches + 1
     if self._dup_batches >= 50 then stop("stall", "50 batches in a row held no new candidate") end
+    -- each of those came from a paid call: give up much sooner on a model that only repeats
+    local from_llm = false
+    for _, c in ipairs(cands) do from_llm = from_llm or c.origin == "llm" end
+    self._dup_llm_batches = from_llm and self._dup_llm_batches + 1 or 0
+    if self._dup_llm_batches >= 5 then
+      stop("stall", "the LLM proposed only known kernels 5 times in a row")
+    end
     return out
   end
-  self._dup_batches = 0
+  self._dup_batches, self._dup_llm_batches = 0, 0
   local tape = private[self].tape
   local request = tape and journal.canonical({cands = eval_items(todo)})
   local ids, results

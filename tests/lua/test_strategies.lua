@@ -221,3 +221,26 @@ do
   walk(c, 0)
 end
 print("strategies ok")
+
+-- a model that only repeats a kernel it already wrote: each repeat is a paid call, so the
+-- search gives up after a few instead of the 50 free duplicate batches a knob search gets
+do
+  local calls = 0
+  local same = [[extern "C" __global__ void k(float *x) {}
+/* kevo-model: speed=1.1 */]]
+  local c = search.new{
+    task = {name = "imported"}, seeds = {}, seed = 5, evaluator = search.model_evaluator(model, {}),
+    proposer = {propose = function(_, _, _, n)
+      calls = calls + 1
+      local out = {}
+      for i = 1, n do out[i] = {lang = "cuda", source = same} end
+      return out, 10
+    end},
+    clock = os.clock, on_log = function() end,
+  }
+  local ok, e = pcall(assert(strategy.load("greedy")).run, c, {steps = 100})
+  assert(ok or search.is_stop(e), tostring(e))
+  assert(calls <= 8, "a repeating model was asked " .. calls .. " times")
+  assert(c.evals == 1, "the repeated kernel was evaluated more than once")
+end
+print("repeating model ok")
