@@ -38,36 +38,6 @@ static l_evaluator *check_ev(lua_State *L, int idx) {
   return e;
 }
 
-static void push_json(lua_State *L, const cJSON *it, int depth) {
-  luaL_checkstack(L, 4, "evaluation result");
-  if (depth > 64 || !it || cJSON_IsNull(it)) {
-    lua_pushnil(L);
-  } else if (cJSON_IsBool(it)) {
-    lua_pushboolean(L, cJSON_IsTrue(it));
-  } else if (cJSON_IsNumber(it)) {
-    double d = it->valuedouble;
-    if (d == floor(d) && fabs(d) < 9007199254740992.0)
-      lua_pushinteger(L, (lua_Integer)d);
-    else
-      lua_pushnumber(L, d);
-  } else if (cJSON_IsString(it)) {
-    lua_pushstring(L, it->valuestring);
-  } else if (cJSON_IsArray(it)) {
-    lua_createtable(L, cJSON_GetArraySize(it), 0);
-    lua_Integer i = 1;
-    for (const cJSON *c = it->child; c; c = c->next) {
-      push_json(L, c, depth + 1);
-      lua_rawseti(L, -2, i++);
-    }
-  } else {
-    lua_createtable(L, 0, cJSON_GetArraySize(it));
-    for (const cJSON *c = it->child; c; c = c->next) {
-      push_json(L, c, depth + 1);
-      lua_setfield(L, -2, c->string);
-    }
-  }
-}
-
 static int ev_new(lua_State *L) {
   static const char *const keys[] = {"recipe", "arch",   "worker", "deadline_s",
                                      "seed",   "trials", "bench",  NULL};
@@ -206,7 +176,7 @@ static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, i
   if (!rc) {
     if (!single) lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
-      push_json(L, results[i], 0);
+      kevo_l_pushjson(L, results[i]);
       if (!single) lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
   }
@@ -253,7 +223,7 @@ static int ev_device(lua_State *L) {
   const cJSON *dev;
   kevo_error err = {0};
   if (evaluator_device(e->ev, &dev, &err)) return kevo_l_fail_err(L, &err);
-  push_json(L, dev, 0);
+  kevo_l_pushjson(L, dev);
   return 1;
 }
 
@@ -361,7 +331,7 @@ static int ev_probe(lua_State *L) {
     evalclient_free(c);
     return kevo_l_fail_err(L, &err);
   }
-  push_json(L, dev, 0);
+  kevo_l_pushjson(L, dev);
   evalclient_free(c);
   return 1;
 }

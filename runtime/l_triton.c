@@ -139,35 +139,6 @@ static cJSON *to_json(lua_State *L, int idx, int depth) {
   return out;
 }
 
-static void push_json(lua_State *L, const cJSON *j) {
-  luaL_checkstack(L, 4, "triton");
-  if (cJSON_IsString(j))
-    lua_pushstring(L, j->valuestring);
-  else if (cJSON_IsBool(j))
-    lua_pushboolean(L, cJSON_IsTrue(j));
-  else if (cJSON_IsNumber(j)) {
-    double d = j->valuedouble;
-    if (d == floor(d) && fabs(d) < 9007199254740992.0)
-      lua_pushinteger(L, (lua_Integer)d);
-    else
-      lua_pushnumber(L, d);
-  } else if (cJSON_IsArray(j)) {
-    lua_newtable(L);
-    lua_Integer i = 1;
-    for (const cJSON *c = j->child; c; c = c->next) {
-      push_json(L, c);
-      lua_rawseti(L, -2, i++);
-    }
-  } else if (cJSON_IsObject(j)) {
-    lua_newtable(L);
-    for (const cJSON *c = j->child; c; c = c->next) {
-      push_json(L, c);
-      lua_setfield(L, -2, c->string);
-    }
-  } else
-    lua_pushnil(L);
-}
-
 /* --- modules and results -----------------------------------------------------------------------
  */
 
@@ -234,7 +205,7 @@ static void push_info(lua_State *L, const triton_module *m, double ms) {
   for (const char *const *k = copied; *k; k++) {
     const cJSON *v = cJSON_GetObjectItem(m->info, *k);
     if (!v) continue;
-    push_json(L, v);
+    kevo_l_pushjson(L, v);
     lua_setfield(L, -2, *k);
   }
   lua_pushstring(L, m->name);
@@ -464,7 +435,7 @@ static int l_selftest(lua_State *L) {
   triton_pool *pool = get_pool(L, &err);
   cJSON *reply = NULL;
   if (!pool || triton_pool_selftest(pool, path, &reply, &err)) return kevo_l_fail_err(L, &err);
-  push_json(L, reply);
+  kevo_l_pushjson(L, reply);
   cJSON_Delete(reply);
   return 1;
 }

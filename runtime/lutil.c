@@ -1,5 +1,8 @@
 #include "lutil.h"
 
+#include <cjson/cJSON.h>
+
+#include <math.h>
 #include <string.h>
 
 int kevo_l_fail(lua_State *L, int status, const char *msg) {
@@ -100,4 +103,40 @@ void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, l
     lua_setfield(L, -2, "__tostring");
   }
   lua_pop(L, 1);
+}
+
+static void pushjson(lua_State *L, const cJSON *it, int depth) {
+  luaL_checkstack(L, 4, "a JSON value");
+  if (depth > 64 || !it || cJSON_IsNull(it)) {
+    lua_pushnil(L);
+  } else if (cJSON_IsBool(it)) {
+    lua_pushboolean(L, cJSON_IsTrue(it));
+  } else if (cJSON_IsNumber(it)) {
+    double d = it->valuedouble;
+    if (d == floor(d) && fabs(d) < 9007199254740992.0)
+      lua_pushinteger(L, (lua_Integer)d);
+    else
+      lua_pushnumber(L, d);
+  } else if (cJSON_IsString(it)) {
+    lua_pushstring(L, it->valuestring);
+  } else if (cJSON_IsArray(it)) {
+    lua_createtable(L, cJSON_GetArraySize(it), 0);
+    lua_Integer i = 1;
+    for (const cJSON *c = it->child; c; c = c->next) {
+      pushjson(L, c, depth + 1);
+      lua_rawseti(L, -2, i++);
+    }
+  } else if (cJSON_IsObject(it)) {
+    lua_createtable(L, 0, cJSON_GetArraySize(it));
+    for (const cJSON *c = it->child; c; c = c->next) {
+      pushjson(L, c, depth + 1);
+      lua_setfield(L, -2, c->string);
+    }
+  } else {
+    lua_pushnil(L);
+  }
+}
+
+void kevo_l_pushjson(lua_State *L, const cJSON *item) {
+  pushjson(L, item, 0);
 }

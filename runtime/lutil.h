@@ -22,6 +22,12 @@ lua_Number kevo_l_optnum(lua_State *L, int idx, const char *key, lua_Number def)
 const char *kevo_l_optstr(lua_State *L, int idx, const char *key, const char *def);
 int kevo_l_optbool(lua_State *L, int idx, const char *key, int def);
 
+/* Pushes a cJSON value as plain Lua data: objects and arrays become tables, null (and anything
+ * nested deeper than 64) nil, integral numbers integers. For results that C hands to scripts;
+ * kevo.json.decode has its own rules (json.null, marked arrays). */
+typedef struct cJSON cJSON;
+void kevo_l_pushjson(lua_State *L, const cJSON *item);
+
 /* Registers metatable `tname` with methods (as __index), __gc/__close = gc, __tostring. */
 void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, lua_CFunction gc,
                      lua_CFunction tostring);
