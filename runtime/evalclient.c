@@ -121,73 +121,13 @@ static void kill_worker(evalclient *c) {
   reap(c, 5000, NULL, 0);
 }
 
-/* Writes len bytes to a non-blocking fd by the deadline (ms, monotonic; < 0 none), without
- * letting a dead reader's SIGPIPE kill the driver. */
-static int write_deadline(int fd, const void *p, size_t len, long long deadline, kevo_error *err) {
-  sigset_t pipe_set, old;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  sigset_t pending;
-  sigpending(&pending);
-  int was_pending = sigismember(&pending, SIGPIPE);
-  const char *c = p;
-  int rc = KEVO_OK;
-  while (len > 0) {
-    ssize_t w = write(fd, c, len);
-    if (w > 0) {
-      c += w;
-      len -= (size_t)w;
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) {
-      long long left = deadline < 0 ? 1000 : deadline - now_ms();
-      if (left <= 0) {
-        rc = kevo_fail(err, KEVO_E_TIMEOUT, "the worker did not take the request in time");
-        break;
-      }
-      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-      poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
-      continue;
-    }
-    rc = kevo_fail(err, errno == EPIPE ? KEVO_E_WORKER : KEVO_E_IO, "writing to the worker: %s",
-                   strerror(errno));
-    break;
-  }
-  if (!was_pending) {
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe_set, NULL, &zero) > 0) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return rc;
-}
-
-/* A frame as proto.h defines it, written with a deadline (kevo_frame_write blocks). */
+/* A frame as proto.h defines it, written by the deadline (ms, monotonic; < 0 none). */
 static int send_frame(evalclient *c, cJSON *header, const kevo_blob *blobs, size_t nblobs,
                       long long deadline, kevo_error *err) {
-  if (nblobs > KEVO_PROTO_MAX_BLOBS)
-    return kevo_fail(err, KEVO_E_ARG, "a frame carries at most %d blobs", KEVO_PROTO_MAX_BLOBS);
-  cJSON_DeleteItemFromObject(header, "blobs");
-  cJSON *sizes = cJSON_AddArrayToObject(header, "blobs");
-  for (size_t i = 0; i < nblobs; i++)
-    cJSON_AddItemToArray(sizes, cJSON_CreateNumber((double)blobs[i].size));
-  char *text = cJSON_PrintUnformatted(header);
-  if (!text) return kevo_fail(err, KEVO_E_NOMEM, "cannot encode a request");
-  size_t len = strlen(text);
-  int rc = KEVO_OK;
-  if (len > KEVO_PROTO_MAX_HEADER) {
-    rc = kevo_fail(err, KEVO_E_NOMEM, "request header of %zu bytes is over the cap", len);
-  } else {
-    unsigned char pre[4] = {(unsigned char)len, (unsigned char)(len >> 8),
-                            (unsigned char)(len >> 16), (unsigned char)(len >> 24)};
-    rc = write_deadline(c->to_fd, pre, 4, deadline, err);
-    if (!rc) rc = write_deadline(c->to_fd, text, len, deadline, err);
-    for (size_t i = 0; !rc && i < nblobs; i++)
-      rc = write_deadline(c->to_fd, blobs[i].data, blobs[i].size, deadline, err);
-  }
-  free(text);
+  long long left = deadline < 0 ? -1 : deadline - now_ms();
+  int rc = kevo_frame_send(c->to_fd, header, blobs, nblobs,
+                           deadline < 0 ? -1 : (left > 0 ? (int)left : 0), err);
+  if (rc == KEVO_E_TIMEOUT) kevo_fail(err, rc, "the worker did not take the request in time");
   return rc;
 }
 

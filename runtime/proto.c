@@ -4,28 +4,72 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static int write_all(int fd, const void *p, size_t n, kevo_error *err) {
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes n bytes by `deadline` (ms on the monotonic clock; < 0 none). SIGPIPE is blocked
+ * meanwhile and a SIGPIPE this write raised is consumed, so a dead reader is an error here,
+ * not the end of the process. */
+static int write_all(int fd, const void *p, size_t n, long long deadline, kevo_error *err) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  int was_pending = sigismember(&pending, SIGPIPE);
   const char *c = p;
+  int rc = KEVO_OK;
   while (n > 0) {
     ssize_t w = write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return kevo_fail(err, KEVO_E_IO, "writing a frame: %s", strerror(errno));
+    if (w > 0) {
+      c += w;
+      n -= (size_t)w;
+      continue;
     }
-    c += w;
-    n -= (size_t)w;
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == EAGAIN) {
+      long long left = deadline < 0 ? 1000 : deadline - now_ms();
+      if (left <= 0) {
+        rc = kevo_fail(err, KEVO_E_TIMEOUT, "the reader did not take the frame in time");
+        break;
+      }
+      struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+      poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+      continue;
+    }
+    rc = kevo_fail(err, KEVO_E_IO, "writing a frame: %s",
+                   errno == EPIPE ? "the reader closed the pipe" : strerror(errno));
+    break;
   }
-  return KEVO_OK;
+  if (!was_pending) {
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) > 0) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs,
                      kevo_error *err) {
+  return kevo_frame_send(fd, header, blobs, nblobs, -1, err);
+}
+
+int kevo_frame_send(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs, int timeout_ms,
+                    kevo_error *err) {
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+
   if (nblobs > KEVO_PROTO_MAX_BLOBS)
     return kevo_fail(err, KEVO_E_ARG, "a frame carries at most %d blobs", KEVO_PROTO_MAX_BLOBS);
   cJSON_DeleteItemFromObject(header, "blobs");
@@ -42,19 +86,13 @@ int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblob
   }
   unsigned char pre[4] = {(unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16),
                           (unsigned char)(len >> 24)};
-  rc = write_all(fd, pre, 4, err);
-  if (!rc) rc = write_all(fd, text, len, err);
+  rc = write_all(fd, pre, 4, deadline, err);
+  if (!rc) rc = write_all(fd, text, len, deadline, err);
   for (size_t i = 0; !rc && i < nblobs; i++)
-    rc = write_all(fd, blobs[i].data, blobs[i].size, err);
+    rc = write_all(fd, blobs[i].data, blobs[i].size, deadline, err);
 out:
   free(text);
   return rc;
-}
-
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Reads exactly n bytes by `deadline` (ms on the monotonic clock; < 0 means none). */

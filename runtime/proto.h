@@ -32,6 +32,11 @@ typedef struct kevo_frame {
 /* Writes header (its "blobs" member is set here from the blob sizes) and the blobs to fd.
  * Retries on EINTR and short writes. KEVO_E_IO if the peer is gone (EPIPE). */
 int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs, kevo_error *err);
+/* The same with a time limit, for a non-blocking fd: KEVO_E_TIMEOUT once timeout_ms pass with
+ * the frame not all written (timeout_ms < 0: no limit). Both block SIGPIPE while they write: a
+ * reader that is gone is KEVO_E_IO, never a signal that kills the writer. */
+int kevo_frame_send(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs, int timeout_ms,
+                    kevo_error *err);
 
 /* Reads one frame from fd. timeout_ms < 0 waits forever; otherwise KEVO_E_TIMEOUT once that
  * many milliseconds pass with the frame incomplete. KEVO_E_IO on EOF (peer died),

@@ -2,6 +2,7 @@
 #include "proto.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 int main(void) {
@@ -33,5 +34,23 @@ int main(void) {
   close(p[1]);
   CHECK(kevo_frame_read(p[0], &f, 1000, &err) == KEVO_E_IO);
   close(p[0]);
+
+  /* a reader that is gone: an error, not a SIGPIPE that ends this process */
+  CHECK(pipe(p) == 0);
+  close(p[0]);
+  h = cJSON_CreateObject();
+  CHECK(kevo_frame_write(p[1], h, NULL, 0, &err) == KEVO_E_IO);
+  CHECK_STR_CONTAINS(err.msg, "closed the pipe");
+  close(p[1]);
+
+  /* a reader that takes nothing: a full non-blocking pipe times out */
+  CHECK(pipe(p) == 0);
+  CHECK(fcntl(p[1], F_SETFL, O_NONBLOCK) == 0);
+  static char big[1 << 20];
+  kevo_blob large = {big, sizeof big};
+  CHECK(kevo_frame_send(p[1], h, &large, 1, 100, &err) == KEVO_E_TIMEOUT);
+  cJSON_Delete(h);
+  close(p[0]);
+  close(p[1]);
   CHECK_DONE();
 }
