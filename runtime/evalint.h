@@ -17,4 +17,18 @@ void eval_device_of(const cJSON *dev, launch_device *out);
 /* Copies the worker's reply into res and fills what it leaves out (speedup, roofline). */
 void eval_merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev);
 
+/* The knobs a launch chunk sees: those given, then the defaults the source gives itself (CUDA:
+ * `#ifndef NAME` directly followed by `#define NAME value`, docs/recipes.md; Triton:
+ * `NAME: tl.constexpr = value`, and num_warps 4 / num_stages 3), so a kernel compiled with its
+ * own defaults is launched with the same values. Names that are recipe params are skipped. */
+typedef struct eval_knobs {
+  kevo_define d[128];
+  char *owned[256];
+  size_t n, nowned;
+} eval_knobs;
+
+void eval_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
+                     size_t len, const kevo_recipe *r, eval_knobs *ks);
+void eval_knobs_free(eval_knobs *ks);
+
 #endif

@@ -266,113 +266,6 @@ static int resolve_plans(const kevo_recipe *r, size_t nshapes, const chunk *ch,
   return KEVO_OK;
 }
 
-/* The knobs a launch chunk sees: those given, then the defaults the source gives itself in the
- * documented form (docs/recipes.md) `#ifndef NAME` directly followed by `#define NAME value`,
- * so a kernel compiled with its own defaults is launched with the same values. */
-typedef struct knob_set {
-  kevo_define d[128];
-  char *owned[256];
-  size_t n, nowned;
-} knob_set;
-
-static const char *skip_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t'))
-    p++;
-  return p;
-}
-
-/* Parses "#<ws>word<ws>IDENT" at p; returns the end of IDENT (and IDENT) or NULL. */
-static const char *directive(const char *p, const char *end, const char *word, const char **id,
-                             size_t *idlen) {
-  p = skip_ws(p, end);
-  if (p >= end || *p != '#') return NULL;
-  p = skip_ws(p + 1, end);
-  size_t wl = strlen(word);
-  if ((size_t)(end - p) < wl || memcmp(p, word, wl) != 0) return NULL;
-  const char *q = skip_ws(p + wl, end);
-  if (q == p + wl) return NULL;
-  *id = q;
-  while (q < end && (isalnum((unsigned char)*q) || *q == '_'))
-    q++;
-  *idlen = (size_t)(q - *id);
-  return *idlen ? q : NULL;
-}
-
-static int knob_known(const knob_set *ks, const kevo_recipe *r, const char *name) {
-  for (size_t i = 0; i < ks->n; i++)
-    if (!strcmp(ks->d[i].name, name)) return 1;
-  for (size_t i = 0; i < r->nparams; i++)
-    if (!strcmp(r->params[i].name, name)) return 1;
-  return 0;
-}
-
-static void knob_add(knob_set *ks, const kevo_recipe *r, const char *name, const char *value) {
-  if (ks->n >= 128 || ks->nowned + 2 > 256 || knob_known(ks, r, name)) return;
-  char *n = strdup(name), *val = strdup(value);
-  if (n) ks->owned[ks->nowned++] = n;
-  if (val) ks->owned[ks->nowned++] = val;
-  if (n && val) ks->d[ks->n++] = (kevo_define){n, val};
-}
-
-/* A Triton source's defaults: `NAME: tl.constexpr = value`, and the compile options'. */
-static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
-  char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
-  size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
-  for (size_t i = 0; i < n; i++)
-    knob_add(ks, r, names[i], values[i]);
-  knob_add(ks, r, "num_warps", "4");
-  knob_add(ks, r, "num_stages", "3");
-}
-
-static void knobs_with_defaults(const char *lang, const kevo_define *given, size_t ngiven,
-                                const char *src, size_t len, const kevo_recipe *r, knob_set *ks) {
-  ks->n = ks->nowned = 0;
-  for (size_t i = 0; i < ngiven && ks->n < 128; i++)
-    ks->d[ks->n++] = given[i];
-  if (!strcmp(lang, "triton")) {
-    triton_defaults(src, len, r, ks);
-    return;
-  }
-  const char *p = src, *end = src + len;
-  while (p && p < end && ks->n < 128 && ks->nowned + 2 <= 256) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *id, *id2, *v;
-    size_t idlen, id2len;
-    if (nl && directive(p, nl, "ifndef", &id, &idlen)) {
-      const char *next = nl + 1, *next_end = memchr(next, '\n', (size_t)(end - next));
-      if (!next_end) next_end = end;
-      v = directive(next, next_end, "define", &id2, &id2len);
-      if (v && idlen == id2len && !memcmp(id, id2, idlen) && idlen < 128) {
-        char name[128];
-        memcpy(name, id, idlen);
-        name[idlen] = '\0';
-        v = skip_ws(v, next_end);
-        const char *vend = next_end;
-        for (const char *c = v; c + 1 < next_end; c++)
-          if (c[0] == '/' && (c[1] == '/' || c[1] == '*')) {
-            vend = c;
-            break;
-          }
-        while (vend > v && isspace((unsigned char)vend[-1]))
-          vend--;
-        if (vend > v && !knob_known(ks, r, name)) {
-          char *n = strdup(name), *val = strndup(v, (size_t)(vend - v));
-          if (n) ks->owned[ks->nowned++] = n;
-          if (val) ks->owned[ks->nowned++] = val;
-          if (n && val) ks->d[ks->n++] = (kevo_define){n, val};
-        }
-      }
-    }
-    p = nl ? nl + 1 : NULL;
-  }
-}
-
-static void knob_set_free(knob_set *ks) {
-  for (size_t i = 0; i < ks->nowned; i++)
-    free(ks->owned[i]);
-  ks->nowned = 0;
-}
-
 /* ---- judging ---- */
 
 /* What compiling one candidate left: a CUDA module, or a Triton candidate's jobs (prepared
@@ -423,12 +316,11 @@ static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSO
   eval_device_of(dev, &ld);
   cJSON *shapes = cJSON_CreateArray();
   cJSON_AddItemToArray(shapes, cJSON_CreateObject());
-  knob_set ks;
-  knobs_with_defaults("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
-                      &ks);
+  eval_knobs ks;
+  eval_knobs_fill("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
   int rc = resolve_plans(ev->recipe, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
                          "candidate", &b->perr);
-  knob_set_free(&ks);
+  eval_knobs_free(&ks);
   if (rc == KEVO_E_NOGPU) {
     b->pverdict = "no_gpu";
   } else if (rc) {
@@ -594,12 +486,11 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     goto done;
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
-  knob_set ks;
-  knobs_with_defaults(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
-                      &ks);
+  eval_knobs ks;
+  eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
   int lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
                           tri ? NULL : b->cm, shapes, "candidate", &err);
-  knob_set_free(&ks);
+  eval_knobs_free(&ks);
   if (!lrc && tri) lrc = evtri_finish(&b->tp, shapes, dtype_of, ev->recipe, &err);
   if (lrc && !(lrc == KEVO_E_NOGPU && nogpu[0])) {
     set_verdict(res, "launch_error", "compile", "%s", err.msg);
@@ -631,10 +522,10 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     }
     rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
   }
-  knobs_with_defaults(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  eval_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
   lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &rc_chunk, ks.d, ks.n, &ld, ncand,
                       ev->ref_mod, shapes, "reference", &err);
-  knob_set_free(&ks);
+  eval_knobs_free(&ks);
   if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
     goto done;
