@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU test of KernelBench problems: kevo import with real torch on tests/kbench/*.py, then
-# hand-written CUDA kernels judged against the PyTorch reference through the worker's external
-# reference path (tests/gpu/kbench_test.py), and eager / torch.compile baselines printed last.
+# `kevo eval` of every hand-written CUDA kernel in tests/gpu/kbench_kernels (P_ok.cu judged ok,
+# P_wrong.cu wrong: relu, sum_dim, matmul, conv2d, linear_relu) against the PyTorch reference,
+# then the worker's external reference path step by step (tests/gpu/kbench_test.py) with the
+# kernels below built by nvcc; relu's eager / torch.compile baselines printed last.
 # Needs a GPU, nvcc and python3 with torch: exits 77 (skipped) without them.
 # env: KEVO (the binary or bin/kevo-env), KEVO_SRC (the source tree), KBENCH_OUT (optional:
 # where the descriptions the bridge made are saved, to refresh tests/kbench/*.json)
@@ -25,7 +27,8 @@ fi
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in "$here"/kbench_kernels/*.cu; do
+for k in relu_ok relu_wrong sum_dim_ok linear_relu_ok; do # the protocol cases of kbench_test.py
+  f="$here/kbench_kernels/$k.cu"
   nvcc -cubin -arch="sm_$cc" -O3 -o "$tmp/$(basename "${f%.cu}").cubin" "$f" || exit 1
 done
 PYTHONUNBUFFERED=1 "$py" "$here/kbench_test.py" "${KEVO:?KEVO must name kevo}" "$src" "$tmp" ${KBENCH_OUT:+"$KBENCH_OUT"}
