@@ -16,20 +16,6 @@
 enum { REPLAY_MEM_LIMIT = 1024 << 20 };
 #define REPLAY_INSTR_LIMIT 20000000000ULL
 
-static int host_read_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  kevo_buf b;
-  kevo_error err = {0};
-  kevo_buf_init(&b, 16 << 20);
-  if (kevo_read_file(path, &b, &err)) {
-    kevo_buf_free(&b);
-    return kevo_l_fail_err(L, &err);
-  }
-  lua_pushlstring(L, b.data, b.len);
-  kevo_buf_free(&b);
-  return 1;
-}
-
 static int host_getenv(lua_State *L) {
   lua_pushstring(L, getenv(luaL_checkstring(L, 1)));
   return 1;
@@ -71,7 +57,7 @@ static int replay_main(int argc, char **argv) {
     lua_rawseti(L, -2, i);
   }
   static const luaL_Reg fns[] = {
-      {"read_file", host_read_file}, {"getenv", host_getenv}, {"wait", host_wait}, {NULL, NULL}};
+      {"read_file", kevo_l_read_file}, {"getenv", host_getenv}, {"wait", host_wait}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDIN_FILENO) && isatty(STDERR_FILENO));
   lua_setfield(L, -2, "tty");

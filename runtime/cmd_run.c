@@ -33,20 +33,6 @@ static int host_interrupted(lua_State *L) {
   return 1;
 }
 
-static int host_read_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  kevo_buf b;
-  kevo_error err = {0};
-  kevo_buf_init(&b, 16 << 20);
-  if (kevo_read_file(path, &b, &err)) {
-    kevo_buf_free(&b);
-    return kevo_l_fail_err(L, &err);
-  }
-  lua_pushlstring(L, b.data, b.len);
-  kevo_buf_free(&b);
-  return 1;
-}
-
 /* mkdir -p of the directory part of path. */
 static int make_parents(const char *path, kevo_error *err) {
   char dir[4096];
@@ -152,7 +138,7 @@ static void set_llm_config(lua_State *L, const char *flag);
 
 static void push_host(lua_State *L, int argc, char **argv) {
   static const luaL_Reg fns[] = {{"interrupted", host_interrupted},
-                                 {"read_file", host_read_file},
+                                 {"read_file", kevo_l_read_file},
                                  {"write_file", host_write_file},
                                  {"progress", host_progress},
                                  {"clear_progress", host_clear_progress},

@@ -1,6 +1,8 @@
 /* kevo.json: JSON encode/decode on cJSON, for scripts, prompts and API bodies.
  *   json.decode(text) -> value | nil, msg, "E_PARSE"   (JSON null -> json.null)
- *   json.encode(value [, {pretty=bool}]) -> text       (raises on values JSON cannot hold)
+ *   json.encode(value [, {pretty=bool, canonical=bool}]) -> text
+ *       (raises on values JSON cannot hold; canonical: object keys in byte order, so equal
+ *       values give equal text: for hashing, caching and journal requests)
  * Tables with keys 1..n only (n >= 1) are arrays; json.array({}) marks an empty array;
  * other tables are objects with string keys. */
 #include "lutil.h"
@@ -9,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define JSON_NULL_KEY "kevo.json.null"
 #define JSON_ARRAY_MT "kevo.json.array"
@@ -169,14 +172,44 @@ static void add_value(lua_State *L, int idx, int depth, cJSON **root, cJSON *par
   luaL_error(L, "json.encode: cannot encode a %s", luaL_typename(L, idx));
 }
 
+static int cmp_key(const void *a, const void *b) {
+  return strcmp((*(cJSON *const *)a)->string, (*(cJSON *const *)b)->string);
+}
+
+/* Orders every object's members by key (byte order), for canonical text: the same value
+ * always gives the same bytes, whatever order the Lua table holds it in. */
+static int sort_keys(cJSON *it) {
+  for (cJSON *c = it ? it->child : NULL; c; c = c->next)
+    if (sort_keys(c)) return -1;
+  if (!cJSON_IsObject(it) || !it->child) return 0;
+  size_t n = 0;
+  for (cJSON *c = it->child; c; c = c->next)
+    n++;
+  cJSON **v = malloc(n * sizeof *v);
+  if (!v) return -1;
+  n = 0;
+  for (cJSON *c = it->child; c; c = c->next)
+    v[n++] = c;
+  qsort(v, n, sizeof *v, cmp_key);
+  for (size_t i = 0; i < n; i++) {
+    v[i]->prev = i ? v[i - 1] : v[n - 1]; /* cJSON: the first's prev is the last */
+    v[i]->next = i + 1 < n ? v[i + 1] : NULL;
+  }
+  it->child = v[0];
+  free(v);
+  return 0;
+}
+
 static int json_encode(lua_State *L) {
   luaL_checkany(L, 1);
-  kevo_l_checkopts(L, 2, "json.encode", (const char *const[]){"pretty", NULL});
+  kevo_l_checkopts(L, 2, "json.encode", (const char *const[]){"pretty", "canonical", NULL});
   int pretty = kevo_l_optbool(L, 2, "pretty", 0);
+  int canonical = kevo_l_optbool(L, 2, "canonical", 0);
   cJSON **box = lua_newuserdatauv(L, sizeof *box, 0);
   *box = NULL;
   luaL_setmetatable(L, JSON_BOX_MT);
   add_value(L, 1, 0, box, NULL, NULL);
+  if (canonical && sort_keys(*box)) return luaL_error(L, "json.encode: out of memory");
   char *text = pretty ? cJSON_Print(*box) : cJSON_PrintUnformatted(*box);
   if (!text) return luaL_error(L, "json.encode: out of memory");
   lua_pushstring(L, text);

@@ -1,5 +1,7 @@
 #include "lutil.h"
 
+#include "buf.h"
+
 #include <cjson/cJSON.h>
 
 #include <math.h>
@@ -139,4 +141,18 @@ static void pushjson(lua_State *L, const cJSON *it, int depth) {
 
 void kevo_l_pushjson(lua_State *L, const cJSON *item) {
   pushjson(L, item, 0);
+}
+
+int kevo_l_read_file(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  kevo_buf b;
+  kevo_error err = {0};
+  kevo_buf_init(&b, 16 << 20);
+  if (kevo_read_file(path, &b, &err)) {
+    kevo_buf_free(&b);
+    return kevo_l_fail_err(L, &err);
+  }
+  lua_pushlstring(L, b.data, b.len);
+  kevo_buf_free(&b);
+  return 1;
 }

@@ -28,6 +28,10 @@ int kevo_l_optbool(lua_State *L, int idx, const char *key, int def);
 typedef struct cJSON cJSON;
 void kevo_l_pushjson(lua_State *L, const cJSON *item);
 
+/* read_file(path) -> contents | nil, msg, code: for the host tables that commands hand their
+ * trusted driver code (kevo run, kevo replay); never part of a module a sandbox can require. */
+int kevo_l_read_file(lua_State *L);
+
 /* Registers metatable `tname` with methods (as __index), __gc/__close = gc, __tostring. */
 void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, lua_CFunction gc,
                      lua_CFunction tostring);

@@ -38,43 +38,9 @@ local M = {}
 -- Canonical JSON: object keys sorted, so equal requests have equal text in every process
 -- (pairs() order differs between Lua states).
 
-local ARRAY_MT = getmetatable(json.array())
-
-local function canon(v, out)
-  if type(v) ~= "table" then
-    out[#out + 1] = json.encode(v)
-    return
-  end
-  local n, count = #v, 0
-  for _ in pairs(v) do count = count + 1 end
-  if getmetatable(v) == ARRAY_MT or (n > 0 and count == n) then
-    out[#out + 1] = "["
-    for i = 1, n do
-      if i > 1 then out[#out + 1] = "," end
-      canon(v[i], out)
-    end
-    out[#out + 1] = "]"
-    return
-  end
-  local keys = {}
-  for k in pairs(v) do
-    if type(k) ~= "string" then error("journal.canonical: object keys must be strings", 0) end
-    keys[#keys + 1] = k
-  end
-  table.sort(keys)
-  out[#out + 1] = "{"
-  for i, k in ipairs(keys) do
-    if i > 1 then out[#out + 1] = "," end
-    out[#out + 1] = json.encode(k) .. ":"
-    canon(v[k], out)
-  end
-  out[#out + 1] = "}"
-end
-
+-- Canonical JSON (keys sorted): the same request always gives the same text.
 function M.canonical(v)
-  local out = {}
-  canon(v, out)
-  return table.concat(out)
+  return json.encode(v, {canonical = true})
 end
 
 -- A short identity for a text (a source, a launch chunk): its length and FNV-1a 64 hash.

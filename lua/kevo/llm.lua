@@ -33,43 +33,8 @@ M.prices = {
 ---------------------------------------------------------------------------------------------
 -- Canonical JSON: sorted keys, so identical requests have identical text (cache, journal).
 
-local ARRAY_MT = getmetatable(json.array())
-
-local function canon(v, out)
-  local t = type(v)
-  if t == "table" then
-    local n, count = #v, 0
-    for _ in pairs(v) do count = count + 1 end
-    if getmetatable(v) == ARRAY_MT or (n > 0 and count == n) then
-      out[#out + 1] = "["
-      for i = 1, n do
-        if i > 1 then out[#out + 1] = "," end
-        canon(v[i], out)
-      end
-      out[#out + 1] = "]"
-    else
-      local keys = {}
-      for k in pairs(v) do
-        if type(k) ~= "string" then error("llm: request keys must be strings", 0) end
-        keys[#keys + 1] = k
-      end
-      table.sort(keys)
-      out[#out + 1] = "{"
-      for i, k in ipairs(keys) do
-        if i > 1 then out[#out + 1] = "," end
-        out[#out + 1] = json.encode(k)
-        out[#out + 1] = ":"
-        canon(v[k], out)
-      end
-      out[#out + 1] = "}"
-    end
-  else
-    out[#out + 1] = json.encode(v)
-  end
-  return out
-end
-
-function M.canonical_json(v) return table.concat(canon(v, {})) end
+-- Canonical JSON (keys sorted): identical requests give identical text (the cache key).
+function M.canonical_json(v) return json.encode(v, {canonical = true}) end
 
 ---------------------------------------------------------------------------------------------
 -- Sessions: a client (connections kept across calls), a config, a budget, usage, a journal.

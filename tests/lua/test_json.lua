@@ -23,3 +23,14 @@ t.self = t
 assert(not pcall(json.encode, t))
 assert(not pcall(json.encode, 1, {bogus = true}))
 print("json ok")
+
+-- canonical text: keys in byte order at every depth, whatever order the table was built in
+local a = {zeta = 1, alpha = {y = 2, b = {3, 4}}, Mid = json.null}
+local b = {}
+b.Mid = json.null
+b.alpha = {b = {3, 4}, y = 2}
+b.zeta = 1
+assert(json.encode(a, {canonical = true}) == '{"Mid":null,"alpha":{"b":[3,4],"y":2},"zeta":1}',
+       json.encode(a, {canonical = true}))
+assert(json.encode(a, {canonical = true}) == json.encode(b, {canonical = true}))
+print("canonical ok")
