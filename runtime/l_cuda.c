@@ -103,15 +103,7 @@ static void push_info(lua_State *L, const cuda_module *m) {
   lua_createtable(L, (int)m->ndiags, 0);
   for (size_t i = 0; i < m->ndiags; i++) {
     const cuda_diag *d = &m->diags[i];
-    lua_createtable(L, 0, 4);
-    lua_pushinteger(L, d->line);
-    lua_setfield(L, -2, "line");
-    lua_pushinteger(L, d->col);
-    lua_setfield(L, -2, "col");
-    lua_pushstring(L, d->severity);
-    lua_setfield(L, -2, "severity");
-    lua_pushstring(L, d->message);
-    lua_setfield(L, -2, "message");
+    kevo_l_pushdiag(L, d->line, d->col, d->severity, d->message);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "diagnostics");

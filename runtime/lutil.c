@@ -156,3 +156,15 @@ int kevo_l_read_file(lua_State *L) {
   kevo_buf_free(&b);
   return 1;
 }
+
+void kevo_l_pushdiag(lua_State *L, int line, int col, const char *severity, const char *message) {
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, line);
+  lua_setfield(L, -2, "line");
+  lua_pushinteger(L, col);
+  lua_setfield(L, -2, "col");
+  lua_pushstring(L, severity);
+  lua_setfield(L, -2, "severity");
+  lua_pushstring(L, message);
+  lua_setfield(L, -2, "message");
+}

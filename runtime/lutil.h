@@ -28,6 +28,10 @@ int kevo_l_optbool(lua_State *L, int idx, const char *key, int def);
 typedef struct cJSON cJSON;
 void kevo_l_pushjson(lua_State *L, const cJSON *item);
 
+/* Pushes one compiler diagnostic as {line=, col=, severity=, message=} (kevo.cuda and
+ * kevo.triton report them the same way). */
+void kevo_l_pushdiag(lua_State *L, int line, int col, const char *severity, const char *message);
+
 /* read_file(path) -> contents | nil, msg, code: for the host tables that commands hand their
  * trusted driver code (kevo run, kevo replay); never part of a module a sandbox can require. */
 int kevo_l_read_file(lua_State *L);
