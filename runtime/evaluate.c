@@ -300,6 +300,35 @@ static int candidate_chunk(const eval_candidate *cand, const char *name, chunk *
   return KEVO_OK;
 }
 
+int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo_error *err) {
+  *out = NULL;
+  const kevo_recipe *r = ev->recipe;
+  chunk cc;
+  int rc = candidate_chunk(cand, cand->name ? cand->name : "candidate", &cc, err);
+  if (rc) return rc;
+  const cJSON *dev = NULL;
+  launch_device ld;
+  if (evalclient_pid(ev->client) > 0 && !evaluator_device(ev, &dev, NULL)) eval_device_of(dev, &ld);
+  cJSON *shapes = cJSON_CreateArray();
+  for (size_t i = 0; shapes && i < r->nshapes; i++) {
+    cJSON *sh = cJSON_CreateObject();
+    cJSON_AddStringToObject(sh, "label", r->shapes[i].label);
+    cJSON_AddItemToArray(shapes, sh);
+  }
+  if (!shapes) return kevo_fail(err, KEVO_E_NOMEM, "no memory for plans");
+  eval_knobs ks;
+  eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, r, &ks);
+  rc =
+      resolve_plans(r, r->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes, "plan", err);
+  eval_knobs_free(&ks);
+  if (rc) {
+    cJSON_Delete(shapes);
+    return rc;
+  }
+  *out = shapes;
+  return KEVO_OK;
+}
+
 static const char *cand_name(const eval_candidate *c) {
   return c->name ? c->name : !strcmp(c->lang, "triton") ? "candidate.py" : "candidate.cu";
 }

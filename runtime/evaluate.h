@@ -49,6 +49,13 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
 void evaluator_free(evaluator *ev);
 
 const kevo_recipe *evaluator_recipe(const evaluator *ev);
+
+/* The plans cand's launch chunk resolves to at every shape of the recipe, exactly as an
+ * evaluation resolves them (the knobs given plus the source's own defaults), without compiling
+ * or a worker: *out is a JSON array of {"label", "plan"} (caller frees). Triton plans are as the
+ * chunk gives them (no calling-convention arguments yet). A chunk that reads `device` fails with
+ * KEVO_E_NOGPU unless the evaluator already knows its device. For kevo export. */
+int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo_error *err);
 eval_config *evaluator_config(evaluator *ev); /* to change bench, seed, ... between calls */
 
 /* Judges one candidate: *result is a new cJSON object shaped as the "Evaluation result" of

@@ -189,6 +189,22 @@ static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, i
   return 1;
 }
 
+/* ev:plans{lang=, source=, launch=, knobs=, name=} -> {{label=, plan=}, ...} | nil, msg, code:
+ * the candidate's launch plans at every shape, resolved as an evaluation would (kevo export). */
+static int ev_plans(lua_State *L) {
+  l_evaluator *e = check_ev(L, 1);
+  lua_newtable(L); /* stack: ev opts store */
+  int store = lua_gettop(L);
+  cand_slot *slot = lua_newuserdatauv(L, sizeof *slot, 0);
+  read_candidate(L, 2, store, slot, "plans");
+  cJSON *out = NULL;
+  kevo_error err = {0};
+  if (evaluator_plans(e->ev, &slot->c, &out, &err)) return kevo_l_fail_err(L, &err);
+  kevo_l_pushjson(L, out);
+  cJSON_Delete(out);
+  return 1;
+}
+
 static int ev_evaluate(lua_State *L) {
   l_evaluator *e = check_ev(L, 1);
   lua_newtable(L); /* stack: ev opts store */
@@ -338,13 +354,10 @@ static int ev_probe(lua_State *L) {
 
 int luaopen_kevo_evaluator(lua_State *L);
 int luaopen_kevo_evaluator(lua_State *L) {
-  static const luaL_Reg methods[] = {{"evaluate", ev_evaluate},
-                                     {"evaluate_many", ev_evaluate_many},
-                                     {"device", ev_device},
-                                     {"recipe", ev_recipe},
-                                     {"stats", ev_stats},
-                                     {"close", ev_gc},
-                                     {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"evaluate", ev_evaluate}, {"evaluate_many", ev_evaluate_many},
+                                     {"plans", ev_plans},       {"device", ev_device},
+                                     {"recipe", ev_recipe},     {"stats", ev_stats},
+                                     {"close", ev_gc},          {NULL, NULL}};
   kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
   static const luaL_Reg fns[] = {{"new", ev_new}, {"probe", ev_probe}, {NULL, NULL}};
   luaL_newlib(L, fns);

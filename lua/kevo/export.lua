@@ -200,19 +200,34 @@ local function export(db, run, dir, sys)
   if not chunk and recipe then
     for _, s in ipairs(recipe.seeds or {}) do if s.lang == lang and s.launch then chunk = s.launch end end
   end
-  local device = {name = fp.device or (result.device or {}).name, sms = fp.sms}
   local tensors = recipe and tensors_of(recipe) or {}
   if not recipe then note("the recipe could not be read again (" .. tostring(rwhy) .. "): launch.json has no tensors or per-shape plans") end
+  -- plans come from the evaluator's own resolver (runtime/launch.c, with the knobs the source
+  -- defaults as an evaluation sees them), so what export writes is what was measured
+  local ev
+  if recipe then
+    local evaluator = try_require "kevo.evaluator"
+    ev = evaluator and evaluator.new{recipe = recipe.path}
+  end
+  local function plans_of(source, source_lang, launch, kn)
+    if not ev then return nil, "the recipe could not be read again" end
+    local list, perr = ev:plans{lang = source_lang, source = source, launch = launch, knobs = kn}
+    if not list then return nil, perr end
+    local by = {}
+    for i, p in ipairs(list) do by[i] = p.plan end
+    return by
+  end
   local shapes = {}
   local shape_list = recipe and recipe.shapes or (params and {{label = "benchmark", params = params}}) or {}
+  local cand_plans, perr
+  if chunk then
+    cand_plans, perr = plans_of(src, lang, chunk, knobs)
+    if not cand_plans then note("no per-shape plans: " .. tostring(perr)) end
+  end
   for i, s in ipairs(shape_list) do
     local sh = {label = s.label, params = s.params, benchmark = i == 1 or nil}
     if recipe then sh.dims = dims_at(recipe, tensors, s.params) end
-    if chunk then
-      local p, perr = plans.resolve(chunk, s.params, knobs, device)
-      sh.plan = p
-      if not p then note(("shape %s: %s"):format(s.label, perr)) end
-    end
+    sh.plan = cand_plans and cand_plans[i]
     shapes[i] = sh
   end
   if not chunk then note("no launch chunk (neither in the candidate nor its source): launch.json has no plan") end
@@ -249,7 +264,8 @@ local function export(db, run, dir, sys)
     if rcubin then
       write(dir, "reference.cubin", rcubin)
       wrote("reference.cubin", "the recipe's reference kernel, for make_test_vectors.py")
-      for _, sh in ipairs(shapes) do sh.reference_plan = plans.resolve(rchunk, sh.params, {}, device) end
+      local ref_plans = plans_of(rsrc, "cuda", rchunk, {})
+      for i, sh in ipairs(shapes) do sh.reference_plan = ref_plans and ref_plans[i] end
       ref_out = {cubin = "reference.cubin", source = recipe.reference.file}
     else
       note("no reference.cubin: " .. tostring(rwhy2))
