@@ -1,70 +1,12 @@
 /* kevo new NAME KERNEL.cu --param N=...: a recipe from a user's own CUDA kernel, which is both
  * its reference and its seed. The work lives in lua/kevo/new.lua (policy); this runs it in a
  * trusted state and gives it the one system call Lua lacks (mkdir). */
-#include "luastate.h"
+#include "lutil.h"
 #include "registry.h"
 
-#include <lauxlib.h>
-#include <lua.h>
-
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-
-/* mkdir(path) -> true, "made" | true, "exists" | nil, message. Parents are not made; the caller
- * walks the path, and removes on failure only what it made. */
-static int new_mkdir(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
-  struct stat st;
-  if (mkdir(path, 0777) == 0) {
-    lua_pushboolean(L, 1);
-    lua_pushliteral(L, "made");
-    return 2;
-  }
-  int e = errno;
-  if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    lua_pushboolean(L, 1);
-    lua_pushliteral(L, "exists");
-    return 2;
-  }
-  lua_pushnil(L);
-  lua_pushfstring(L, "cannot make directory %s: %s", path,
-                  e == EEXIST ? "a file has that name" : strerror(e));
-  return 2;
-}
-
 static int new_main(int argc, char **argv) {
-  kevo_error err = {0};
-  lua_State *L = kevo_lua_new(&(kevo_lua_opts){0}, &err);
-  if (!L) {
-    fprintf(stderr, "kevo new: %s\n", err.msg);
-    return KEVO_EXIT_FAILED;
-  }
-  int rc = KEVO_EXIT_FAILED;
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "kevo.new");
-  if (kevo_lua_pcall(L, 1, 1) != LUA_OK) {
-    fprintf(stderr, "kevo new: %s\n", lua_tostring(L, -1));
-    goto out;
-  }
-  lua_getfield(L, -1, "main"); /* stack: new main */
-  lua_createtable(L, argc, 0);
-  for (int i = 1; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  lua_createtable(L, 0, 1); /* stack: new main args sys */
-  lua_pushcfunction(L, new_mkdir);
-  lua_setfield(L, -2, "mkdir");
-  if (kevo_lua_pcall(L, 2, 1) != LUA_OK) {
-    fprintf(stderr, "kevo new: %s\n", lua_tostring(L, -1));
-    goto out;
-  }
-  rc = (int)luaL_optinteger(L, -1, KEVO_EXIT_OK);
-out:
-  kevo_lua_close(L);
-  return rc;
+  static const luaL_Reg host[] = {{"mkdir", kevo_l_mkdir}, {NULL, NULL}};
+  return kevo_l_run_main("new", "kevo.new", argc, argv, host);
 }
 
 const struct kevo_command kevo_cmd_new = {

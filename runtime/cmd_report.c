@@ -1,43 +1,10 @@
 /* kevo report RUN|last [--db PATH] [--html FILE] [--json]: what a run found. The views live in
  * lua/kevo/report.lua (policy); this runs them in a trusted state. */
-#include "luastate.h"
+#include "lutil.h"
 #include "registry.h"
 
-#include <lauxlib.h>
-#include <lua.h>
-
-#include <stdio.h>
-
-/* Runs require(module).main(args) with argv[1..] as args; returns its exit code. Shared shape
- * with kevo export (cmd_export.c), which adds a mkdir function. */
 static int report_main(int argc, char **argv) {
-  kevo_error err = {0};
-  lua_State *L = kevo_lua_new(&(kevo_lua_opts){0}, &err);
-  if (!L) {
-    fprintf(stderr, "kevo report: %s\n", err.msg);
-    return KEVO_EXIT_FAILED;
-  }
-  int rc = KEVO_EXIT_FAILED;
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "kevo.report");
-  if (kevo_lua_pcall(L, 1, 1) != LUA_OK) {
-    fprintf(stderr, "kevo report: %s\n", lua_tostring(L, -1));
-    goto out;
-  }
-  lua_getfield(L, -1, "main"); /* stack: report main */
-  lua_createtable(L, argc, 0);
-  for (int i = 1; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
-    lua_rawseti(L, -2, i);
-  }
-  if (kevo_lua_pcall(L, 1, 1) != LUA_OK) {
-    fprintf(stderr, "kevo report: %s\n", lua_tostring(L, -1));
-    goto out;
-  }
-  rc = (int)luaL_optinteger(L, -1, KEVO_EXIT_OK);
-out:
-  kevo_lua_close(L);
-  return rc;
+  return kevo_l_run_main("report", "kevo.report", argc, argv, NULL);
 }
 
 const struct kevo_command kevo_cmd_report = {

@@ -1,11 +1,16 @@
 #include "lutil.h"
 
 #include "buf.h"
+#include "luastate.h"
+#include "registry.h"
 
 #include <cjson/cJSON.h>
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int kevo_l_fail(lua_State *L, int status, const char *msg) {
   lua_pushnil(L);
@@ -167,4 +172,54 @@ void kevo_l_pushdiag(lua_State *L, int line, int col, const char *severity, cons
   lua_setfield(L, -2, "severity");
   lua_pushstring(L, message);
   lua_setfield(L, -2, "message");
+}
+
+int kevo_l_mkdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (mkdir(path, 0777) == 0) {
+    lua_pushboolean(L, 1);
+    lua_pushliteral(L, "made");
+    return 2;
+  }
+  int e = errno;
+  if (e == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    lua_pushboolean(L, 1);
+    lua_pushliteral(L, "exists");
+    return 2;
+  }
+  lua_pushnil(L);
+  lua_pushfstring(L, "cannot make directory %s: %s", path,
+                  e == EEXIST ? "a file has that name" : strerror(e));
+  return 2;
+}
+
+int kevo_l_run_main(const char *cmd, const char *module, int argc, char **argv,
+                    const luaL_Reg *host) {
+  kevo_error err = {0};
+  lua_State *L = kevo_lua_new(&(kevo_lua_opts){0}, &err);
+  if (!L) {
+    fprintf(stderr, "kevo %s: %s\n", cmd, err.msg);
+    return KEVO_EXIT_FAILED;
+  }
+  int rc = KEVO_EXIT_FAILED;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, module);
+  if (kevo_lua_pcall(L, 1, 1) != LUA_OK) goto fail;
+  lua_getfield(L, -1, "main"); /* stack: module main */
+  lua_createtable(L, argc, 0);
+  for (int i = 1; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_newtable(L); /* stack: module main args host */
+  if (host) luaL_setfuncs(L, host, 0);
+  if (kevo_lua_pcall(L, 2, 1) != LUA_OK) goto fail;
+  rc = (int)luaL_optinteger(L, -1, KEVO_EXIT_OK);
+  kevo_lua_close(L);
+  return rc;
+fail:
+  fprintf(stderr, "kevo %s: %s\n", cmd, lua_tostring(L, -1));
+  kevo_lua_close(L);
+  return KEVO_EXIT_FAILED;
 }

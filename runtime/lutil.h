@@ -36,6 +36,17 @@ void kevo_l_pushdiag(lua_State *L, int line, int col, const char *severity, cons
  * trusted driver code (kevo run, kevo replay); never part of a module a sandbox can require. */
 int kevo_l_read_file(lua_State *L);
 
+/* mkdir(path) -> true, "made" | true, "exists" | nil, message: one directory, parents not
+ * made. For the host tables that commands hand their trusted Lua (Lua has no mkdir). */
+int kevo_l_mkdir(lua_State *L);
+
+/* The body of a command whose work lives in Lua: in a fresh trusted state, calls
+ * require(module).main(args, host), args being argv[1..] and host a table of the given C
+ * functions (NULL: an empty table), and returns main's integer result (none: 0). A failure to
+ * load or an uncaught error prints "kevo <cmd>: message" and returns 1. */
+int kevo_l_run_main(const char *cmd, const char *module, int argc, char **argv,
+                    const luaL_Reg *host);
+
 /* Registers metatable `tname` with methods (as __index), __gc/__close = gc, __tostring. */
 void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, lua_CFunction gc,
                      lua_CFunction tostring);

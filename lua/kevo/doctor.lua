@@ -93,8 +93,17 @@ local function check_llm(probe)
   return {item = "LLM", ok = d.ok, detail = d.detail, fix = d.fix}
 end
 
--- main{json=, probe_llm=} prints the report; returns the exit code.
-function M.main(opts)
+-- main(args) for `kevo doctor [--json] [--offline]`: prints the report; returns the exit code.
+function M.main(args)
+  local opts = {json = false, probe_llm = true}
+  for _, a in ipairs(args or {}) do
+    if a == "--json" then opts.json = true
+    elseif a == "--offline" then opts.probe_llm = false
+    else
+      io.stderr:write(("kevo doctor: unknown argument '%s' (see kevo doctor --help)\n"):format(a))
+      return 2
+    end
+  end
   local rows = {
     {item = "kevo", ok = true, detail = ("%s (%s)"):format(kevo.version, kevo.commit)},
     check_nvrtc(),

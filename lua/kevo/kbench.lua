@@ -277,7 +277,7 @@ local USAGE = "usage: kevo import FILE.py [--out DIR] [--name NAME] [--descripti
 -- `kevo import`: returns the exit code (1 the bridge failed, 2 bad usage or input) with the
 -- reason on stderr, or 0 and the plan: {dirs = {...}, files = {{path =, text =}, ...},
 -- message =} for the caller to carry out.
-function M.main(argv)
+function M.main(argv, host)
   local o = {out = "recipes"}
   local i = 1
   while i <= #argv do
@@ -344,14 +344,22 @@ function M.main(argv)
     io.stderr:write(("kevo import: %s exists (--force to overwrite)\n"):format(yaml_path))
     return 2
   end
-  -- the C side creates the directories and writes the files (kevo.sys has no mkdir)
-  local plan = {dirs = {o.out, dir}, files = {
-    {path = dir .. "/problem.py", text = src},
-    {path = dir .. "/description.json", text = text},
-    {path = dir .. "/README.md", text = r.readme},
-    {path = yaml_path, text = r.yaml},
-  }, message = ("imported %s -> %s\n%s"):format(o.file, yaml_path, r.contract)}
-  return 0, plan
+  for _, d in ipairs{o.out, dir} do
+    local ok, merr = host.mkdir(d)
+    if not ok then io.stderr:write(("kevo import: %s\n"):format(merr)); return 1 end
+  end
+  for _, f in ipairs{{dir .. "/problem.py", src}, {dir .. "/description.json", text},
+                     {dir .. "/README.md", r.readme}, {yaml_path, r.yaml}} do
+    local fh, ferr = io.open(f[1], "wb")
+    local ok, werr = fh and fh:write(f[2])
+    if fh then fh:close() end
+    if not ok then
+      io.stderr:write(("kevo import: writing %s: %s\n"):format(f[1], tostring(ferr or werr)))
+      return 1
+    end
+  end
+  io.stdout:write(("imported %s -> %s\n%s"):format(o.file, yaml_path, r.contract))
+  return 0
 end
 
 return M
