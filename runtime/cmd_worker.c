@@ -28,15 +28,6 @@ static int reply(int fd, cJSON *msg, const cJSON *id, kevo_blob *blobs, size_t n
   return rc;
 }
 
-static cJSON *error_reply(const char *code, const char *msg) {
-  cJSON *r = cJSON_CreateObject();
-  char text[2300];
-  snprintf(text, sizeof text, "%s: %s", code, msg);
-  cJSON_AddBoolToObject(r, "ok", 0);
-  cJSON_AddStringToObject(r, "error", text);
-  return r;
-}
-
 /* An evaluate request where no GPU could be opened: the result's verdict no_gpu. */
 static cJSON *no_gpu_result(const char *why) {
   cJSON *r = cJSON_CreateObject();
@@ -93,7 +84,7 @@ static int worker_main(int argc, char **argv) {
       if (kevo_gpu_open(ordinal, &gpu, &gerr)) gpu = NULL;
     }
     if (!op) {
-      msg = error_reply("E_PARSE", "a request needs an \"op\"");
+      msg = kevo_gpu_error_reply("E_PARSE", "a request needs an \"op\"");
     } else if (!strcmp(op, "bye")) {
       msg = cJSON_CreateObject();
       cJSON_AddBoolToObject(msg, "ok", 1);
@@ -104,13 +95,13 @@ static int worker_main(int argc, char **argv) {
         cJSON_AddBoolToObject(msg, "ok", 1);
         cJSON_AddItemToObject(msg, "device", kevo_gpu_device_json(gpu));
       } else {
-        msg = error_reply(kevo_code(gerr.status), gerr.msg);
+        msg = kevo_gpu_error_reply(kevo_code(gerr.status), gerr.msg);
       }
     } else if (!strcmp(op, "evaluate")) {
       msg = gpu ? kevo_gpu_evaluate(gpu, f.header, f.blobs, f.nblobs, &fatal)
                 : no_gpu_result(gerr.msg);
     } else if (!gpu && needs_gpu) { /* inputs, put_reference */
-      msg = error_reply("E_NOGPU", gerr.msg);
+      msg = kevo_gpu_error_reply("E_NOGPU", gerr.msg);
     } else if (!strcmp(op, "inputs")) {
       msg = kevo_gpu_inputs(gpu, f.header, out_blobs, &nout, &fatal);
     } else if (!strcmp(op, "put_reference")) {
@@ -118,7 +109,7 @@ static int worker_main(int argc, char **argv) {
     } else {
       char text[256];
       snprintf(text, sizeof text, "unknown op '%.100s'", op);
-      msg = error_reply("E_PARSE", text);
+      msg = kevo_gpu_error_reply("E_PARSE", text);
     }
     int wrc = reply(out, msg, id, out_blobs, nout);
     kevo_frame_free(&f);

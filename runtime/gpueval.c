@@ -335,3 +335,12 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
   free(s);
   return res;
 }
+
+cJSON *kevo_gpu_error_reply(const char *code, const char *msg) {
+  cJSON *r = cJSON_CreateObject();
+  char text[2300];
+  snprintf(text, sizeof text, "%s: %s", code, msg);
+  cJSON_AddBoolToObject(r, "ok", 0);
+  cJSON_AddStringToObject(r, "error", text);
+  return r;
+}

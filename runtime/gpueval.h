@@ -21,6 +21,9 @@ void kevo_gpu_close(kevo_gpu *g);
  * copy_gbps, peak_tflops, clock_mhz). The caller owns it. */
 cJSON *kevo_gpu_device_json(const kevo_gpu *g);
 
+/* A reply that failed as a whole: {"ok": false, "error": "CODE: message"}. */
+cJSON *kevo_gpu_error_reply(const char *code, const char *msg);
+
 /* Evaluates one `evaluate` request (its header and blobs). Returns the evaluation result object
  * (never NULL; verdict "error" for a malformed request). Sets *fatal when the CUDA context is
  * lost (verdict "crash"): the caller replies, then exits. */

@@ -14,7 +14,7 @@
 #define DRV (&e->g->drv)
 
 /* A shape with only what ev_ref_key needs: its label and spec. */
-static void shape_stub(ev *e, int index, ev_shape *s) {
+static void shape_for_key(ev *e, int index, ev_shape *s) {
   memset(s, 0, sizeof *s);
   s->index = index;
   s->spec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e->req, "shapes"), index);
@@ -30,7 +30,7 @@ cJSON *ev_missing_refs(ev *e) {
   for (int i = 0; i < nshapes; i++)
     for (int trial = 0; trial < e->trials; trial++) {
       char key[65];
-      shape_stub(e, i, s);
+      shape_for_key(e, i, s);
       ev_ref_key(e, s, trial, key);
       if (ev_refcache_get(e->g->refs, key)) continue;
       if (!missing) missing = cJSON_CreateArray();
@@ -42,15 +42,6 @@ cJSON *ev_missing_refs(ev *e) {
     }
   free(s);
   return missing;
-}
-
-static cJSON *fail_reply(const char *code, const char *msg) {
-  cJSON *r = cJSON_CreateObject();
-  char text[2300];
-  snprintf(text, sizeof text, "%s: %s", code, msg);
-  cJSON_AddBoolToObject(r, "ok", 0);
-  cJSON_AddStringToObject(r, "error", text);
-  return r;
 }
 
 /* Parses the request's tensors, shapes and seed (no modules) and its "shape" and "trial". */
@@ -78,7 +69,7 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
   if (!e || !s) {
     free(e);
     free(s);
-    return fail_reply("E_NOMEM", "the worker is out of host memory");
+    return kevo_gpu_error_reply("E_NOMEM", "the worker is out of host memory");
   }
   e->g = g;
   e->req = req;
@@ -112,7 +103,7 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
     for (size_t i = 0; i < *nout; i++)
       free(out[i].data);
     *nout = 0;
-    res = fail_reply(e->crashed ? "E_CRASH" : "E_PARSE", e->message);
+    res = kevo_gpu_error_reply(e->crashed ? "E_CRASH" : "E_PARSE", e->message);
   } else {
     cJSON_AddBoolToObject(res, "ok", 1);
   }
@@ -132,7 +123,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
   if (!e || !s) {
     free(e);
     free(s);
-    return fail_reply("E_NOMEM", "the worker is out of host memory");
+    return kevo_gpu_error_reply("E_NOMEM", "the worker is out of host memory");
   }
   e->g = g;
   e->req = req;
@@ -143,7 +134,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
     ev_fail(e, "error", "verify", "request: put_reference needs shapes with reference.external");
     goto out;
   }
-  shape_stub(e, shape, s);
+  shape_for_key(e, shape, s);
   const cJSON *numel = cJSON_GetObjectItemCaseSensitive(s->spec, "numel");
   bufs = calloc((size_t)e->ntensors, sizeof *bufs);
   size_t k = 0, total = 0;
@@ -185,7 +176,7 @@ out:
     for (int i = 0; i < e->ntensors; i++)
       free(bufs[i]);
   free(bufs);
-  if (!res) res = fail_reply("E_PARSE", e->message);
+  if (!res) res = kevo_gpu_error_reply("E_PARSE", e->message);
   free(e);
   free(s);
   return res;
