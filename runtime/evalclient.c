@@ -337,7 +337,11 @@ void evalclient_free(evalclient *c) {
       if (kevo_frame_read(c->from_fd, &f, REAP_GRACE_MS, &ignored) == KEVO_OK) kevo_frame_free(&f);
     }
     cJSON_Delete(bye);
-    reap(c, REAP_GRACE_MS, NULL, 0);
+    char how[128];
+    reap(c, REAP_GRACE_MS, how, sizeof how);
+    /* a worker that dies on its way out (a crash in teardown) is a bug to see, not to swallow */
+    if (how[0] && strcmp(how, "exited with status 0"))
+      fprintf(stderr, "kevo: warning: the GPU worker %s after 'bye' (a worker bug)\n", how);
   }
   cJSON_Delete(c->device);
   free(c->worker_cmd);

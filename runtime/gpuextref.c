@@ -150,7 +150,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
               e->tensors[i].name, s->label, want, k, k < nblobs ? blobs[k].size : 0, nblobs);
       goto out;
     }
-    bufs[i] = malloc(want ? want : 1);
+    bufs[i] = ev_host_alloc(g, want ? want : 1); /* the cache releases what it holds so */
     if (!bufs[i]) break;
     memcpy(bufs[i], blobs[k].data, want);
     total += want;
@@ -174,7 +174,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
 out:
   if (bufs)
     for (int i = 0; i < e->ntensors; i++)
-      free(bufs[i]);
+      if (bufs[i]) ev_host_release(bufs[i], g);
   free(bufs);
   if (!res) res = kevo_gpu_error_reply("E_PARSE", e->message);
   free(e);

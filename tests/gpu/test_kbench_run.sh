@@ -96,6 +96,7 @@ for p in relu sum_dim matmul conv2d linear_relu; do
   kill "$server" 2>/dev/null
   sed 's/^/  | /' "$tmp/run.out"
   if [ $rc -eq 0 ]; then ok "$p: kevo run exit 0"; else bad "$p: kevo run exit $rc"; sed 's/^/  ! /' "$tmp/run.err"; fi
+  if grep -q "warning: the GPU worker" "$tmp/run.err"; then bad "$p: $(grep 'GPU worker' "$tmp/run.err")"; fi
   run=$(sed -n 's/^run \([0-9]*\) .*/\1/p' "$tmp/run.out" | head -1)
   grep -qE "^run [0-9]+ done: greedy on $p: [0-9]+ evaluations, [1-9][0-9]* verified" "$tmp/run.out" \
     && ok "$p: a verified kernel" || bad "$p: no verified kernel in the summary"
