@@ -112,7 +112,12 @@ static void print_summary(const kevo_recipe *r) {
     for (size_t d = 0; d < t->rank; d++) {
       double v = 0;
       kevo_expr_eval(t->dims[d], &r->shapes[0], &v, NULL);
-      printf("%s%s=%.0f", d ? ", " : "", t->dims[d], v);
+      char lit[32]; /* a literal dim is shown once: "3", not "3=3" */
+      snprintf(lit, sizeof lit, "%.0f", v);
+      if (!strcmp(lit, t->dims[d]))
+        printf("%s%s", d ? ", " : "", lit);
+      else
+        printf("%s%s=%s", d ? ", " : "", t->dims[d], lit);
     }
     human_bytes((double)numel * (double)kevo_dtype_size(t->dtype), a, sizeof a);
     printf("] %lld elements, %s", (long long)numel, a);
