@@ -1,14 +1,17 @@
 """PyTorch eager and torch.compile baselines for kevo's recipes, on the recipes' benchmark
-shapes (from bench/recipe_shapes.lua), timed like kevo times: CUDA events around each call,
-an L2 flush between repetitions, warm-up first, the median of many repetitions.
+shapes (from bench/recipe_shapes.lua), timed by the PyTorch bridge's time_fn
+(python/kb_bridge.py), as kevo times its kernels: GPU time by CUDA events, an L2 flush between
+repetitions, Python's issue overhead hidden behind a GPU-side wait, warm-up first, the median.
 usage: python3 bench/torch_baselines.py SHAPES.json > baselines.json"""
 import json
-import math
-import statistics
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import kb_bridge  # noqa: E402 (the one timing method for every PyTorch baseline)
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
       "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8}
@@ -52,33 +55,12 @@ def op_for(name, spec):
     return table.get(name)
 
 
-def time_ms(fn, args, flush, reps=100, warm_ms=100.0):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn(*args)
-    torch.cuda.synchronize()
-    t = torch.cuda.Event(enable_timing=True)
-    t.record()
-    while True:  # warm-up by time
-        fn(*args)
-        e = torch.cuda.Event(enable_timing=True)
-        e.record()
-        e.synchronize()
-        if t.elapsed_time(e) > warm_ms:
-            break
-    samples = []
-    for _ in range(reps):
-        flush.zero_()
-        start.record()
-        fn(*args)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    return statistics.median(samples)
+def time_ms(fn, args):
+    return kb_bridge.time_fn(torch, lambda: fn(*args), {"warmup_ms": 100, "min_reps": 100})["median_ms"]
 
 
 def main():
     shapes = json.load(open(sys.argv[1]))
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")  # 256 MB > 4x the 60 MB L2
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     for name, spec in shapes.items():
         fn = op_for(name, spec)
@@ -87,10 +69,10 @@ def main():
             continue
         xs = make(spec)
         args = [xs[t["name"]] for t in ins(spec)]
-        row = {"eager_ms": time_ms(fn, args, flush)}
+        row = {"eager_ms": time_ms(fn, args)}
         try:
             cfn = torch.compile(fn)
-            row["compile_ms"] = time_ms(cfn, args, flush)
+            row["compile_ms"] = time_ms(cfn, args)
         except Exception as e:  # noqa: BLE001 (reported, not hidden)
             row["compile_error"] = str(e).splitlines()[0][:200]
         out[name] = row
