@@ -10,7 +10,12 @@
  *      they read as numbers, else strings; knobs keeps their order).
  *   recipe.find(name_or_path) -> path | nil, msg, "E_IO"
  *   recipe.list() -> {{name =, path =}, ...} along the search path
- *   recipe.eval(expr, params) -> number (an integer when exact) | nil, msg, "E_PARSE" */
+ *   recipe.eval(expr, params) -> number (an integer when exact) | nil, msg, "E_PARSE"
+ *   recipe.knob_defaults(lang, source) -> {NAME = "value", ...}: the defaults a source gives its
+ *     knobs itself (CUDA `#ifndef NAME` + `#define NAME value`; Triton `NAME: tl.constexpr =
+ *     value`), the values it compiles with when a knob is not given */
+#include "evalint.h"
+#include "evaltriton.h"
 #include "lutil.h"
 #include "recipe.h"
 
@@ -231,12 +236,40 @@ static int recipe_eval(lua_State *L) {
   return 1;
 }
 
+static int recipe_knob_defaults(lua_State *L) {
+  const char *lang = luaL_checkstring(L, 1);
+  size_t len;
+  const char *src = luaL_checklstring(L, 2, &len);
+  lua_newtable(L);
+  if (!strcmp(lang, "triton")) { /* only what the source declares: not num_warps / num_stages */
+    char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
+    size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
+    for (size_t i = 0; i < n; i++) {
+      lua_pushstring(L, values[i]);
+      lua_setfield(L, -2, names[i]);
+    }
+    return 1;
+  }
+  kevo_recipe none = {0}; /* no params to leave out */
+  eval_knobs *ks = malloc(sizeof *ks);
+  if (!ks) return luaL_error(L, "out of memory");
+  eval_knobs_fill(lang, NULL, 0, src, len, &none, ks);
+  for (size_t i = 0; i < ks->n; i++) {
+    lua_pushstring(L, ks->d[i].value);
+    lua_setfield(L, -2, ks->d[i].name);
+  }
+  eval_knobs_free(ks);
+  free(ks);
+  return 1;
+}
+
 int luaopen_kevo_recipe(lua_State *L);
 int luaopen_kevo_recipe(lua_State *L) {
   static const luaL_Reg fns[] = {{"load", recipe_load},
                                  {"find", recipe_find},
                                  {"list", recipe_list},
                                  {"eval", recipe_eval},
+                                 {"knob_defaults", recipe_knob_defaults},
                                  {NULL, NULL}};
   if (luaL_newmetatable(L, RECIPE_BOX_MT)) {
     lua_pushcfunction(L, box_gc);

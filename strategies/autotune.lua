@@ -1,8 +1,9 @@
 -- autotune: tunes template knobs: exhaustive when the space is small, else simulated annealing or random sampling
 --
 -- Options (kevo run --set KEY=VALUE):
---   method      "auto" (default): exhaustive when a space has at most `exhaustive_max` points,
---               else "anneal"; or force "exhaustive", "anneal" or "random"
+--   method      "auto" (default): exhaustive when a space has at most `exhaustive_max` points
+--               and fits in its share of the eval budget, else "anneal" (which starts from the
+--               seed's own knob defaults); or force "exhaustive", "anneal" or "random"
 --   exhaustive_max  largest space searched exhaustively (default 64)
 --   samples     evaluations per base for anneal/random (default: the eval budget shared by the
 --               bases, or 48 when there is no --max-evals)
@@ -71,7 +72,7 @@ end
 -- Simulated annealing: each step evaluates a batch of neighbours of the current point and moves
 -- to the best of them when it is better, or with probability exp(delta / T) when it is worse.
 local function anneal(ctx, base, space, opts, rng)
-  local start = {ctx:candidate(base, ctx:default_knobs(space), "tune")}
+  local start = {ctx:candidate(base, ctx:default_knobs(space, base), "tune")}
   for _ = 2, math.min(opts.batch, opts.samples) do
     start[#start + 1] = ctx:candidate(base, ctx:random_knobs(space, rng), "tune")
   end
@@ -159,8 +160,9 @@ local function run(ctx, opts)
     local bo = {batch = o.batch, t0 = o.t0, cooling = o.cooling,
                 samples = opts.samples or share or 48}
     local method = o.method
-    if method == "auto" then
-      method = (#space == 0 or size <= o.exhaustive_max) and "exhaustive" or "anneal"
+    if method == "auto" then -- exhaustive only when the whole space fits in this base's share
+      method = (#space == 0 or (size <= o.exhaustive_max and size <= (share or size)))
+               and "exhaustive" or "anneal"
     end
     ctx:log("autotune: %s %d: %d knob(s), %d point(s), %s", base.space and "seed" or "kernel",
             base.index or base.id, #space, size, method)

@@ -99,7 +99,7 @@ local function run(ctx, opts)
       for i = 1, nis do
         for j = 1, pop_size do
           local s = seeds[((i - 1) * pop_size + j - 1) % #seeds + 1]
-          local k = (i == 1 and j <= #seeds) and ctx:default_knobs(s.space)
+          local k = (i == 1 and j <= #seeds) and ctx:default_knobs(s.space, s)
                     or ctx:random_knobs(s.space, rng)
           init[#init + 1] = ctx:candidate(s, k, "seed")
           owner[#init] = i

@@ -194,7 +194,8 @@ local function task_seeds(task, host)
       space = {}
       for j, name in ipairs(s.knobs) do space[j] = {name = name, values = s.space[name]} end
     end
-    seeds[i] = {lang = s.lang, source = source, launch = s.launch, file = s.file, space = space}
+    seeds[i] = {lang = s.lang, source = source, launch = s.launch, file = s.file, space = space,
+                defaults = require("kevo.recipe").knob_defaults(s.lang, source)}
   end
   return seeds
 end

@@ -247,7 +247,7 @@ function M.new(opts)
   local seeds = {}
   for i, s in ipairs(opts.seeds or {}) do
     seeds[i] = {index = i, lang = s.lang, source = s.source, launch = s.launch, file = s.file,
-                space = M.normalize_space(s.space)}
+                space = M.normalize_space(s.space), defaults = s.defaults}
   end
   local ctx = setmetatable({
     task = opts.task or {},
@@ -708,9 +708,21 @@ function Ctx:candidate(base, knobs, origin)
           parent = c.id, origin = origin or "tune", seed = c.seed or base.index}
 end
 
-function Ctx:default_knobs(space)
+-- The starting point of a space: for each knob, the default its seed's source gives it (the
+-- value the author compiles with, when the space has it), else the space's first value. base:
+-- the seed, or an entry or candidate made from one (optional).
+function Ctx:default_knobs(space, base)
+  local c = base and (base.candidate or base)
+  local seed = c and (c.defaults and c or self.seeds[c.seed or c.index or 0])
+  local given = seed and seed.defaults or {}
   local k = {}
-  for _, knob in ipairs(space) do k[knob.name] = knob.values[1] end
+  for _, knob in ipairs(space) do
+    k[knob.name] = knob.values[1]
+    local d = given[knob.name]
+    for _, v in ipairs(d and knob.values or {}) do
+      if tostring(v) == d then k[knob.name] = v end
+    end
+  end
   return k
 end
 
@@ -727,7 +739,7 @@ function Ctx:seed_candidates(n)
   if #self.seeds == 0 then return self:propose(nil, nil, n or 2) or {} end
   local out = {}
   for i, s in ipairs(self.seeds) do
-    out[i] = self:candidate(s, self:default_knobs(s.space), "seed")
+    out[i] = self:candidate(s, self:default_knobs(s.space, s), "seed")
   end
   return out
 end

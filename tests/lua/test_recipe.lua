@@ -73,4 +73,14 @@ local va = assert(recipe.load("vector_add"))
 assert(va.params.N == 268435456 and va.shapes[2].params.N == 1 and va.shapes[4].params.N == 1048579)
 assert(#va.inputs == 2 and va.inputs[2].name == "b" and va.outputs[1].name == "c")
 assert(recipe.eval(va.cost.bytes, va.params) == 12 * 268435456)
+
+-- knob_defaults: what a source compiles with when a knob is not given
+local d = recipe.knob_defaults("cuda", "#ifndef BLOCK\n#define BLOCK 256 /* threads */\n#endif\n"
+  .. "#ifndef VEC\n#  define VEC   4\n#endif\n#define NOT_A_KNOB 3\n#ifndef X\n#endif\n")
+assert(d.BLOCK == "256" and d.VEC == "4" and d.NOT_A_KNOB == nil and d.X == nil)
+d = recipe.knob_defaults("triton", "@triton.jit\ndef k(x_ptr, N, BLOCK: tl.constexpr = 1024, "
+  .. "W: tl.constexpr):\n    pass\n")
+assert(d.BLOCK == "1024" and d.W == nil and d.num_warps == nil, "only what the source declares")
+assert(next(recipe.knob_defaults("cuda", "")) == nil)
+assert(not pcall(recipe.knob_defaults, "cuda"))
 print("recipe: all passed")

@@ -74,6 +74,19 @@ local function trace(ctx)
   return table.concat(o, ";")
 end
 
+-- default_knobs: the seed's own defaults where the space has them, else the first value
+do
+  local ctx = search.new{task = {name = "t"}, evaluator = search.model_evaluator(model, {}),
+    seeds = {{lang = "cuda", source = SEED_SRC, file = "k.cu", defaults = {BLOCK = "256", VEC = "3"},
+              space = {BLOCK = {"128", "256"}, VEC = {"1", "2"}, UNROLL = {"2", "4"}}}}}
+  local space = ctx.seeds[1].space
+  local k = ctx:default_knobs(space, ctx.seeds[1])
+  assert(search.knobs_key(k) == "BLOCK=256,UNROLL=2,VEC=1", search.knobs_key(k))
+  local c = ctx:candidate(ctx.seeds[1], {BLOCK = "128"}, "tune")
+  assert(tostring(ctx:default_knobs(space, c).BLOCK) == "256", "a candidate: its seed's defaults")
+  assert(tostring(ctx:default_knobs(space).BLOCK) == "128", "no base: first values")
+end
+
 -- rng: deterministic, in range, forks differ
 local r1, r2 = search.rng(42), search.rng(42)
 for _ = 1, 100 do
@@ -115,13 +128,23 @@ do
   assert(ctx.evals == 4 and again[1].n <= 4)
 end
 
+-- auto: a space larger than its share of the budget is annealed from the seed's defaults
+do
+  local lines = {}
+  local ctx = drive("autotune", {max_evals = 13, log = function(l) lines[#lines + 1] = l end})
+  local logged = table.concat(lines, "\n")
+  assert(logged:find("4 point(s), exhaustive", 1, true) and logged:find("60 point(s), anneal", 1, true),
+         logged)
+  assert(ctx.evals == 13)
+end
+
 -- different seeds give different runs (random parts)
 assert(trace(drive("evolve", {seed = 1, max_evals = 30})) ~=
        trace(drive("evolve", {seed = 2, max_evals = 30})))
 
 -- budgets: evals (exactly), time, tokens
 do
-  local ctx, e = drive("autotune", {max_evals = 13})
+  local ctx, e = drive("autotune", {max_evals = 13}, {method = "exhaustive"})
   assert(ctx.evals == 13 and search.is_stop(e) and e.reason == "evals", tostring(e))
   local now = 0
   ctx, e = drive("evolve", {llm = true, time_s = 0.5, clock = function() now = now + 0.01; return now end},
