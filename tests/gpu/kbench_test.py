@@ -60,12 +60,18 @@ class Peer:
         return reply, rblobs
 
     def close(self):
+        """Says bye and returns the exit status (None: it had to be killed after 30 s)."""
         try:
             self.call({"op": "bye"})
+            self.p.stdin.close()
         except Exception:
             pass
-        self.p.kill()
-        self.p.wait()
+        try:
+            return self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            return None
 
 
 def parse_init(spec):
