@@ -15,7 +15,7 @@ SQRT1_2 = tl.constexpr(0.7071067811865476)
 
 
 @triton.jit
-def gelu(x_ptr, y_ptr, n, BLOCK: tl.constexpr = 1024):
+def gelu(x_ptr, y_ptr, n, BLOCK: tl.constexpr = 512):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
