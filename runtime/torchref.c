@@ -540,8 +540,7 @@ void torchref_make_external(cJSON *req, const char *key) {
 }
 
 static double field_of(const cJSON *o, const char *k, const char *field) {
-  const cJSON *v =
-      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, k), field);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, k), field);
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
