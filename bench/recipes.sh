@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark (GPU host): for every recipe, the best kernel `kevo run` finds with no LLM in its
 # default strategy (autotune over the seeds' knob spaces), against PyTorch eager and
-# torch.compile measured in the same run on the same shapes. Memory-bound recipes are shown as
-# % of the copy bandwidth the worker measured; the matmul as % of cuBLAS (torch's bf16 matmul).
+# torch.compile measured in the same run on the same shapes. %roof is the worker's roofline: % of
+# the copy bandwidth for memory-bound recipes, of the compute peak for compute-bound ones; the
+# matmul is also shown as % of cuBLAS (torch's bf16 matmul).
 # usage: bench/recipes.sh [MAX_EVALS] [RECIPE...]   env: KEVO (binary), KEVO_SRC (source root)
 set -u
 src="${KEVO_SRC:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -31,7 +32,7 @@ import json, os, sys
 work, names = sys.argv[1], sys.argv[2:]
 torch = json.load(open(os.path.join(work, "torch.json")))
 print(f"\nkevo run (autotune, no LLM) vs PyTorch on {torch.get('device', '?')}, torch {torch.get('torch', '?')}")
-print(f"{'recipe':<14}{'kevo ms':>10}{'GB/s':>8}{'%copy':>7}{'eager ms':>10}{'compile ms':>11}"
+print(f"{'recipe':<14}{'kevo ms':>10}{'GB/s':>8}{'%roof':>7}{'eager ms':>10}{'compile ms':>11}"
       f"{'vs eager':>9}{'vs compile':>11}  note")
 for n in names:
     rep = json.load(open(os.path.join(work, f"{n}.report.json")))

@@ -120,16 +120,28 @@ static void bench_feedback(kevo_buf *b, const cJSON *res) {
   if (!isnan(ref)) kevo_buf_printf(b, "; reference %.4g ms; speed-up %.3gx", ref, sp);
   kevo_buf_puts(b, ".\n");
   double gbps = num(bn, "gbps"), roof = num(bn, "roofline_pct");
+  int compute = !strcmp(str(bn, "bound"), "compute"); /* else memory-bound (or not said) */
   if (!isnan(gbps) && gbps > 0) {
     kevo_buf_printf(b, "Memory throughput %.0f GB/s", gbps);
-    if (!isnan(roof)) kevo_buf_printf(b, " = %.0f%% of the device's copy bandwidth", roof);
+    if (!isnan(roof) && !compute)
+      kevo_buf_printf(b, " = %.0f%% of the device's copy bandwidth", roof);
     kevo_buf_puts(b, ".\n");
-    if (!isnan(roof) && roof < 70)
+    if (!isnan(roof) && roof < 70 && !compute)
       kevo_buf_puts(b, "It is well below the memory roofline: look at coalescing, vector loads, "
                        "occupancy and the number of passes over memory.\n");
   }
-  double tf = num(bn, "tflops");
-  if (!isnan(tf) && tf > 0) kevo_buf_printf(b, "Compute: %.3g TFLOP/s.\n", tf);
+  double tf = num(bn, "tflops"), peak = num(bn, "peak_tflops");
+  if (!isnan(tf) && tf > 0) {
+    kevo_buf_printf(b, "Compute: %.3g TFLOP/s", tf);
+    if (compute && !isnan(roof) && !isnan(peak))
+      kevo_buf_printf(b, " = %.0f%% of the GPU's %s peak (%.0f TFLOP/s at its max clock)", roof,
+                      str(bn, "peak_of"), peak);
+    kevo_buf_puts(b, ".\n");
+    if (compute && !isnan(roof) && roof < 50)
+      kevo_buf_puts(b, "It is compute-bound and well below the compute roofline: use the tensor "
+                       "cores, reuse data from shared memory and registers (larger tiles), and "
+                       "overlap the loads of the next tile with the math of this one.\n");
+  }
 }
 
 static void resource_feedback(kevo_buf *b, const cJSON *res) {

@@ -121,6 +121,31 @@ static void add(cJSON *o, const char *k, double v, double scale) {
   cJSON_AddNumberToObject(o, k, isfinite(v) ? round(v * scale) / scale : 0);
 }
 
+/* The dense peak (TFLOP/s, at the worker's max SM clock) of the fastest math a kernel with
+ * these inputs can use: the tensor cores for 16-bit float inputs, the FMA units (f32) or FP64
+ * tensor cores (f64) otherwise; from the per-SM rates of the GPUs whose rates are known here
+ * (sm_90: 4096 / 256 / 256 flops per clock per SM; sm_80: 2048 / 128 / 128). 0 elsewhere:
+ * then the roofline is the memory one alone. The narrowest float input decides. */
+static double compute_peak_tflops(const ev *e, const char **unit) {
+  const kevo_gpu *g = e->g;
+  int bits = 0;
+  for (int i = 0; i < e->ntensors; i++) {
+    const char *d = ev_dtype_name(e->tensors[i].dt);
+    int b = !strcmp(d, "f16") || !strcmp(d, "bf16") ? 16
+            : !strcmp(d, "f32")                     ? 32
+            : !strcmp(d, "f64")                     ? 64
+                                                    : 0;
+    if (!e->tensors[i].output && b && (!bits || b < bits)) bits = b;
+  }
+  double per_clk = 0;
+  if (g->cc_major == 9 && g->cc_minor == 0)
+    per_clk = bits == 16 ? 4096 : bits == 32 ? 256 : bits == 64 ? 256 : 0;
+  else if (g->cc_major == 8 && g->cc_minor == 0)
+    per_clk = bits == 16 ? 2048 : bits == 32 ? 128 : bits == 64 ? 128 : 0;
+  *unit = bits == 16 ? "tensor-core" : bits == 32 ? "FMA" : "FP64";
+  return per_clk * g->sms * g->clock_mhz * 1e6 / 1e12;
+}
+
 int ev_bench(ev *e, ev_shape *s) {
   kevo_gpu *g = e->g;
   const cJSON *bj = cJSON_GetObjectItemCaseSensitive(e->req, "bench");
@@ -206,8 +231,18 @@ int ev_bench(ev *e, ev_shape *s) {
   double secs = sc.median * 1e-3;
   add(b, "gbps", secs > 0 ? bytes / secs / 1e9 : 0, 10);
   add(b, "tflops", secs > 0 ? flops / secs / 1e12 : 0, 1e3);
-  add(b, "roofline_pct", secs > 0 && g->copy_gbps > 0 ? bytes / secs / 1e9 / g->copy_gbps * 100 : 0,
-      10);
+  /* the roofline: the slower of moving the bytes at the copy bandwidth and doing the flops at
+   * the compute peak for the inputs' dtype, as a share of the measured time */
+  const char *unit = "";
+  double peak = flops > 0 ? compute_peak_tflops(e, &unit) : 0;
+  double mem_ms = g->copy_gbps > 0 ? bytes / (g->copy_gbps * 1e9) * 1e3 : 0;
+  double math_ms = peak > 0 ? flops / (peak * 1e12) * 1e3 : 0;
+  add(b, "roofline_pct", sc.median > 0 ? 100 * fmax(mem_ms, math_ms) / sc.median : 0, 10);
+  cJSON_AddStringToObject(b, "bound", math_ms > mem_ms ? "compute" : "memory");
+  if (peak > 0) {
+    add(b, "peak_tflops", peak, 10);
+    cJSON_AddStringToObject(b, "peak_of", unit);
+  }
   add(b, "floor_ms", floor_ms, 1e6);
   cJSON_AddBoolToObject(b, "l2_flush", o.l2_flush);
   add(b, "wall_ms", wall, 10);

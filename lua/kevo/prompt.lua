@@ -177,8 +177,9 @@ function M.feedback(r)
     add(string.format("Timing: median %s ms (p10 %s, p90 %s) vs reference %s ms: speed-up %sx",
       num(b.median_ms), num(b.p10_ms), num(b.p90_ms), num(b.ref_median_ms), num(b.speedup, "%.3g")))
     if b.roofline_pct then
-      add(string.format("Roofline: %.1f%% of the device's limit (%s GB/s, %s TFLOP/s)",
-        b.roofline_pct, num(b.gbps, "%.1f"), num(b.tflops, "%.2f")))
+      add(string.format("Roofline: %.1f%% of the device's limit%s (%s GB/s, %s TFLOP/s)",
+        b.roofline_pct, b.bound and (", " .. tostring(b.bound) .. "-bound") or "",
+        num(b.gbps, "%.1f"), num(b.tflops, "%.2f")))
     end
   end
   if r.feedback and r.feedback ~= "" then add("Evaluator notes:\n" .. clip(r.feedback)) end
