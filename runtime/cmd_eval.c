@@ -1,6 +1,7 @@
 /* kevo eval RECIPE KERNEL: compile, verify and time one kernel against a recipe, and say what
  * to do about it. */
 #include "buf.h"
+#include "evalint.h"
 #include "evaluate.h"
 #include "registry.h"
 
@@ -41,6 +42,33 @@ static int same_file(const kevo_recipe *r, const char *file, const char *kernel_
   if (file[0] == '/' || !r->dir) return 0;
   snprintf(joined, sizeof joined, "%s/%s", r->dir, file);
   return realpath(joined, a) && !strcmp(a, kernel_real);
+}
+
+/* A recipe's own seed starts where `kevo run` starts it: a knob neither given nor defaulted by
+ * the source itself takes the first value of the seed's space (the matmul's num_warps 8, not
+ * the compiler's 4). Returns the new number of knobs in sets. */
+static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const char *lang,
+                               const kevo_buf *src, kevo_define *sets, size_t nsets) {
+  const kevo_source *seed = NULL;
+  for (size_t i = 0; i < r->nseeds && !seed; i++)
+    if (!strcmp(r->seeds[i].lang, lang) && same_file(r, r->seeds[i].file, real))
+      seed = &r->seeds[i];
+  if (!seed) return nsets;
+  eval_knobs *declared = malloc(sizeof *declared);
+  if (!declared) return nsets;
+  eval_knobs_declared(lang, src->data, src->len, declared);
+  for (size_t k = 0; k < seed->nknobs && nsets < MAX_SETS; k++) {
+    const kevo_knob *kn = &seed->knobs[k];
+    int known = kn->nvalues == 0;
+    for (size_t j = 0; j < nsets && !known; j++)
+      known = !strcmp(sets[j].name, kn->name);
+    for (size_t j = 0; j < declared->n && !known; j++)
+      known = !strcmp(declared->d[j].name, kn->name);
+    if (!known) sets[nsets++] = (kevo_define){kn->name, kn->values[0]};
+  }
+  eval_knobs_free(declared);
+  free(declared);
+  return nsets;
 }
 
 static void print_table(const cJSON *res, const kevo_recipe *r, const char *kernel) {
@@ -171,7 +199,8 @@ static int eval_main(int argc, char **argv) {
                          .nknobs = nsets};
   /* The recipe's own sources carry their launch chunk in the recipe. */
   char real[PATH_MAX];
-  if (realpath(kernel, real)) {
+  int have_real = realpath(kernel, real) != NULL;
+  if (have_real) {
     for (size_t i = 0; i <= r->nseeds; i++) {
       const kevo_source *s = i < r->nseeds ? &r->seeds[i] : &r->reference;
       if (s->launch && same_file(r, s->file, real)) {
@@ -182,6 +211,8 @@ static int eval_main(int argc, char **argv) {
       }
     }
   }
+  if (have_real) nsets = seed_start_knobs(r, real, lang, &src, sets, nsets);
+  cand.nknobs = nsets;
   evaluator *ev = NULL;
   if (evaluator_new(r, NULL, &cfg, &ev, &err)) {
     fprintf(stderr, "kevo eval: %s\n", err.msg);
@@ -217,7 +248,9 @@ const struct kevo_command kevo_cmd_eval = {
     "reference on the GPU (every shape, at least 5 trials with fresh inputs), times it against\n"
     "the reference side by side, and prints a verdict with what to fix.\n\n"
     "The kernel says how it is launched in a /* kevo:launch return {kernels = {...}} */ block\n"
-    "(a recipe's own seeds may carry it in the recipe instead).\n\n"
+    "(a recipe's own seeds may carry it in the recipe instead). A recipe's own seed starts\n"
+    "where `kevo run` starts it: a knob that neither --set nor the source gives takes the\n"
+    "first value of the seed's space.\n\n"
     "options:\n"
     "  --json             print the whole evaluation result as JSON\n"
     "  --set KNOB=VALUE   a knob: a -D define for the compiler, a name in the launch chunk\n"

@@ -104,3 +104,16 @@ void eval_knobs_free(eval_knobs *ks) {
     free(ks->owned[i]);
   ks->nowned = 0;
 }
+
+void eval_knobs_declared(const char *lang, const char *src, size_t len, eval_knobs *ks) {
+  kevo_recipe none = {0}; /* no params to leave out */
+  ks->n = ks->nowned = 0;
+  if (!strcmp(lang, "triton")) {
+    char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
+    size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
+    for (size_t i = 0; i < n; i++)
+      knob_add(ks, &none, names[i], values[i]);
+    return;
+  }
+  eval_knobs_fill(lang, NULL, 0, src, len, &none, ks);
+}

@@ -15,7 +15,6 @@
  *     knobs itself (CUDA `#ifndef NAME` + `#define NAME value`; Triton `NAME: tl.constexpr =
  *     value`), the values it compiles with when a knob is not given */
 #include "evalint.h"
-#include "evaltriton.h"
 #include "lutil.h"
 #include "recipe.h"
 
@@ -240,20 +239,10 @@ static int recipe_knob_defaults(lua_State *L) {
   const char *lang = luaL_checkstring(L, 1);
   size_t len;
   const char *src = luaL_checklstring(L, 2, &len);
-  lua_newtable(L);
-  if (!strcmp(lang, "triton")) { /* only what the source declares: not num_warps / num_stages */
-    char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
-    size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
-    for (size_t i = 0; i < n; i++) {
-      lua_pushstring(L, values[i]);
-      lua_setfield(L, -2, names[i]);
-    }
-    return 1;
-  }
-  kevo_recipe none = {0}; /* no params to leave out */
   eval_knobs *ks = malloc(sizeof *ks);
   if (!ks) return luaL_error(L, "out of memory");
-  eval_knobs_fill(lang, NULL, 0, src, len, &none, ks);
+  eval_knobs_declared(lang, src, len, ks);
+  lua_newtable(L);
   for (size_t i = 0; i < ks->n; i++) {
     lua_pushstring(L, ks->d[i].value);
     lua_setfield(L, -2, ks->d[i].name);

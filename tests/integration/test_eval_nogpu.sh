@@ -103,6 +103,16 @@ assert k["name"] == "softmax" and k["num_warps"] == 8, k
   t "--lang triton, default num_warps" 1 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/softmax/softmax.py" --lang triton --set BLOCK=512
   has "verdict +no_gpu"
   has "softmax: num_warps 4, num_stages 3"
+  # a recipe's own seed starts where kevo run starts it: knobs its source does not default take
+  # the first value of the seed's space (the matmul's 8 warps); a copy elsewhere is the user's
+  mm="$KEVO_SRC/recipes/matmul_bf16.yaml"
+  t "a seed: the space's first num_warps" 1 "$KEVO" eval "$mm" "$KEVO_SRC/recipes/matmul_bf16/matmul.py"
+  has "matmul_bf16: num_warps 8, num_stages 3"
+  t "a seed: --set wins" 1 "$KEVO" eval "$mm" "$KEVO_SRC/recipes/matmul_bf16/matmul.py" --set num_warps=4
+  has "matmul_bf16: num_warps 4, num_stages 3"
+  cp "$KEVO_SRC/recipes/matmul_bf16/matmul.py" "$tmp/my_matmul.py"
+  t "not a seed: the compiler's default" 1 "$KEVO" eval "$mm" "$tmp/my_matmul.py"
+  has "matmul_bf16: num_warps 4, num_stages 3"
   cat > "$tmp/bad_triton.py" <<'EOF'
 """kevo:launch
 return {kernels = {{name = "softmax", grid = {M}, args = {"x", "y", i32(M), i32(N)}}}}
