@@ -1,6 +1,6 @@
 /* cuda.c: CUDA C to cubin with NVRTC, in process, with a deadline, a content-hash cache and
  * a capped thread pool. See cuda.h for the options, the include policy and the timeout. */
-#include "cuda.h"
+#include "cudacomp.h"
 
 #include "cudacache.h"
 #include "cudascan.h"

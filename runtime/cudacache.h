@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "cuda.h"
+#include "cudacomp.h"
 
 /* A fresh copy of the entry for hash: returns 1 (memory), 2 (disk) or 0 (miss, or out of
  * memory). */

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "cuda.h"
+#include "cudacomp.h"
 
 /* Checks every #include (also %:include, include_next, import) and __has_include in src.
  * A candidate may include only headers that exist under one of incdirs (NULL-terminated),

@@ -6,10 +6,8 @@
 #ifndef KEVO_CUDRV_H
 #define KEVO_CUDRV_H
 
-/* The toolkit's cuda.h (driver API types). runtime/cuda.h (the NVRTC front end) shadows
- * <cuda.h> on the include path, so it is named from its own folder: the toolkit's include dir
- * is the one on the path whose ../include/cuda.h exists. */
-#include <../include/cuda.h>
+/* The toolkit's cuda.h (driver API types). */
+#include <cuda.h>
 #ifndef CUDA_VERSION
 #error "the CUDA toolkit's cuda.h was not found"
 #endif

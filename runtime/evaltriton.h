@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "cuda.h"
+#include "cudacomp.h"
 #include "status.h"
 #include "triton.h"
 

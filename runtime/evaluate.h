@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda.h"
+#include "cudacomp.h"
 #include "evalclient.h"
 #include "recipe.h"
 #include "status.h"

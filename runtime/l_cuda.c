@@ -11,7 +11,7 @@
  *         shared_static, local_bytes, spill_stores, spill_loads}}, ms, cached, hash, arch}
  * Module (kevo.cuda.Module): m:cubin() -> string, m.hash, m.arch, m:info(), m:close();
  * `local m <close> = ...` works. Misuse (bad option key or type, bad define name) raises. */
-#include "cuda.h"
+#include "cudacomp.h"
 #include "lutil.h"
 
 #include <stdio.h>

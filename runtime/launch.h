@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda.h"
+#include "cudacomp.h"
 #include "status.h"
 
 typedef struct cJSON cJSON;
