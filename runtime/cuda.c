@@ -1,5 +1,5 @@
 /* cuda.c: CUDA C to cubin with NVRTC, in process, with a deadline, a content-hash cache and
- * a capped thread pool. See cuda.h for the options, the include policy and the timeout. */
+ * a capped thread pool. See cudacomp.h for the options, the include policy and the timeout. */
 #include "cudacomp.h"
 
 #include "cudacache.h"

@@ -1,4 +1,4 @@
-/* kevo.cuda: CUDA C to cubin with NVRTC, in process (runtime/cuda.h).
+/* kevo.cuda: CUDA C to cubin with NVRTC, in process (runtime/cudacomp.h).
  *   cuda.compile(src [, opts]) -> module, info
  *       | nil, "E_COMPILE: name:line:col: message", "E_COMPILE", info
  *       | nil, "E_TIMEOUT: ...", "E_TIMEOUT"   (and other expected failures)
