@@ -82,13 +82,38 @@ end
 
 local function fail(msg, code) return {ok = false, error = code .. ": " .. msg, code = code} end
 
--- A number of seconds from Retry-After / retry-after-ms, or nil.
+local MONTHS = {Jan = 1, Feb = 2, Mar = 3, Apr = 4, May = 5, Jun = 6, Jul = 7, Aug = 8, Sep = 9,
+                Oct = 10, Nov = 11, Dec = 12}
+
+-- Seconds since 1970 of an HTTP date in its one current form (IMF-fixdate, RFC 9110:
+-- "Sun, 06 Nov 1994 08:49:37 GMT"), or nil.
+local function http_date(v)
+  local d, mon, y, hh, mm, ss = (v or ""):match(
+    "^%a%a%a, (%d%d) (%a%a%a) (%d%d%d%d) (%d%d):(%d%d):(%d%d) GMT$")
+  local m = MONTHS[mon or ""]
+  if not m then return nil end
+  y, d = tonumber(y), tonumber(d)
+  -- days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
+  y = m <= 2 and y - 1 or y
+  local era = y // 400
+  local yoe = y - era * 400
+  local doy = (153 * (m + (m > 2 and -3 or 9)) + 2) // 5 + d - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  local days = era * 146097 + doe - 719468
+  return days * 86400 + tonumber(hh) * 3600 + tonumber(mm) * 60 + tonumber(ss)
+end
+M.http_date = http_date
+
+-- A number of seconds from retry-after-ms or Retry-After (seconds, or an HTTP date read
+-- against the response's own Date header, so the local clock does not matter), or nil.
 local function retry_after(headers)
   local ms = tonumber(headers["retry-after-ms"] or "")
   if ms and ms >= 0 then return ms / 1000 end
   local s = tonumber(headers["retry-after"] or "")
   if s and s >= 0 then return s end
-  return nil -- an HTTP date is treated as absent: the backoff applies
+  local at, now = http_date(headers["retry-after"]), http_date(headers["date"])
+  if at and now then return math.max(0, at - now) end
+  return nil -- a date without the server's Date, or unreadable: the backoff applies
 end
 
 local SPEND_WORDS = {"insufficient_quota", "billing", "credit balance", "spend limit",

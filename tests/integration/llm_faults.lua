@@ -92,6 +92,15 @@ end
 
 ---------------------------------------------------------------------------------------------
 
+-- HTTP dates (IMF-fixdate only; the obsolete forms are not read)
+check(llm.http_date("Thu, 01 Jan 1970 00:00:00 GMT") == 0, "http_date epoch")
+check(llm.http_date("Sun, 06 Nov 1994 08:49:37 GMT") == 784111777, "http_date RFC example")
+check(llm.http_date("Fri, 31 Dec 1999 23:59:59 GMT") == 946684799, "http_date year end")
+check(llm.http_date("Tue, 29 Feb 2028 12:00:00 GMT") == 1835438400, "http_date leap day")
+check(llm.http_date("Sunday, 06-Nov-94 08:49:37 GMT") == nil and llm.http_date("soon") == nil and
+      llm.http_date("Sun, 06 Foo 1994 08:49:37 GMT") == nil and llm.http_date(nil) == nil,
+      "http_date refuses other forms")
+
 for _, api in ipairs{"openai", "anthropic"} do
   local s = session(api)
   local P = api .. "/"
@@ -133,6 +142,16 @@ for _, api in ipairs{"openai", "anthropic"} do
   local st = rows_for(m("r429s"))
   check(#st == 2 and st[1].http_status == 429 and st[2].http_status == 200,
     api .. " both attempts stored")
+
+  -- Retry-After as an HTTP date 3 s after the response's Date: one retry, 2 to 3 s later (the
+  -- backoff alone would wait 0.5 to 1 s)
+  r, msg = ask(s, m("r429date"))
+  check(r, api .. " 429 Retry-After date recovers", msg)
+  log = server_log(m("r429date"))
+  if check(#log == 2, api .. " 429 date retried once", #log) then
+    local gap = log[2].t - log[1].t
+    check(gap >= 1.9 and gap < 5, api .. " Retry-After: <date> honoured", gap)
+  end
 
   -- retry-after-ms wins over Retry-After
   r, msg = ask(s, m("r429ms"))

@@ -10,6 +10,7 @@ own request counter, so tests do not disturb one another) and the scenario is on
   kernel      canned kernel-writing replies with code blocks (one per turn of the conversation)
   r429s       429 with Retry-After: 1 (seconds) once, then ok
   r429ms      429 with retry-after-ms: 300 once, then ok
+  r429date    429 with Retry-After as an HTTP date 3 s after the response's Date, once, then ok
   e500x3      500 three times, then ok
   e529        529 (overloaded) once, then ok
   e408, e409  that status once, then ok
@@ -27,6 +28,7 @@ own request counter, so tests do not disturb one another) and the scenario is on
 Every request is recorded: GET /_log returns them as JSON (time, path, headers, body, the
 client's port as the connection id, the count for its model); POST /_reset clears the log.
 """
+import email.utils
 import json
 import sys
 import threading
@@ -89,7 +91,7 @@ return {kernels = {{name = "softmax_v2", grid = {M}, block = {512}, args = {"x",
 """,
 ]
 
-ONCE = {"r429s": 1, "r429ms": 1, "e500x3": 3, "e529": 1, "e408": 1, "e409": 1, "cut": 1}
+ONCE = {"r429s": 1, "r429ms": 1, "r429date": 1, "e500x3": 3, "e529": 1, "e408": 1, "e409": 1, "cut": 1}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -187,6 +189,10 @@ class Handler(BaseHTTPRequestHandler):
             if scenario == "r429s":
                 return self.error(anthropic, 429, "rate_limit_error", "slow down",
                                   {"Retry-After": "1"})
+            if scenario == "r429date":  # send_response adds Date: this second (or the next)
+                at = email.utils.formatdate(int(time.time()) + 3, usegmt=True)
+                return self.error(anthropic, 429, "rate_limit_error", "slow down",
+                                  {"Retry-After": at})
             if scenario == "r429ms":
                 return self.error(anthropic, 429, "rate_limit_error", "slow down",
                                   {"retry-after-ms": "300", "Retry-After": "30"})
