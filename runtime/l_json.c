@@ -1,5 +1,6 @@
 /* kevo.json: JSON encode/decode on cJSON, for scripts, prompts and API bodies.
- *   json.decode(text) -> value | nil, msg, "E_PARSE"   (JSON null -> json.null)
+ *   json.decode(text) -> value | nil, msg, "E_PARSE"   (JSON null -> json.null; malformed or
+ *       nested deeper than 200)
  *   json.encode(value [, {pretty=bool, canonical=bool}]) -> text
  *       (raises on values JSON cannot hold; canonical: object keys in byte order, so equal
  *       values give equal text: for hashing, caching and journal requests)
@@ -13,46 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define JSON_NULL_KEY "kevo.json.null"
-#define JSON_ARRAY_MT "kevo.json.array"
-enum { JSON_MAX_DEPTH = 200 };
+#define JSON_NULL_KEY KEVO_L_JSON_NULL
+#define JSON_ARRAY_MT KEVO_L_JSON_ARRAY
 
-static void push_null(lua_State *L) {
-  lua_getfield(L, LUA_REGISTRYINDEX, JSON_NULL_KEY);
-}
-
-static void push_item(lua_State *L, const cJSON *it, int depth) {
-  if (depth > JSON_MAX_DEPTH) luaL_error(L, "json.decode: nested too deep");
-  luaL_checkstack(L, 4, "json.decode");
-  if (cJSON_IsNull(it)) {
-    push_null(L);
-  } else if (cJSON_IsBool(it)) {
-    lua_pushboolean(L, cJSON_IsTrue(it));
-  } else if (cJSON_IsNumber(it)) {
-    double d = it->valuedouble;
-    if (d == floor(d) && fabs(d) < 9007199254740992.0)
-      lua_pushinteger(L, (lua_Integer)d);
-    else
-      lua_pushnumber(L, d);
-  } else if (cJSON_IsString(it)) {
-    lua_pushstring(L, it->valuestring);
-  } else if (cJSON_IsArray(it)) {
-    lua_createtable(L, cJSON_GetArraySize(it), 0);
-    luaL_setmetatable(L, JSON_ARRAY_MT);
-    lua_Integer i = 1;
-    for (const cJSON *c = it->child; c; c = c->next) {
-      push_item(L, c, depth + 1);
-      lua_rawseti(L, -2, i++);
-    }
-  } else if (cJSON_IsObject(it)) {
-    lua_createtable(L, 0, cJSON_GetArraySize(it));
-    for (const cJSON *c = it->child; c; c = c->next) {
-      push_item(L, c, depth + 1);
-      lua_setfield(L, -2, c->string);
-    }
-  } else {
-    lua_pushnil(L);
+/* How deep the value nests (a scalar: 0). */
+static int depth_of(const cJSON *it) {
+  int d = 0;
+  for (const cJSON *c = it ? it->child : NULL; c; c = c->next) {
+    int k = depth_of(c) + 1;
+    if (k > d) d = k;
   }
+  return d;
 }
 
 static int json_decode(lua_State *L) {
@@ -66,7 +38,11 @@ static int json_decode(lua_State *L) {
     snprintf(msg, sizeof msg, "malformed JSON near byte %zu", at);
     return kevo_l_fail(L, KEVO_E_PARSE, msg);
   }
-  push_item(L, root, 0);
+  if (depth_of(root) > KEVO_L_JSON_DEPTH) { /* checked before pushing: nothing to leak */
+    cJSON_Delete(root);
+    return kevo_l_fail(L, KEVO_E_PARSE, "json.decode: nested too deep");
+  }
+  kevo_l_pushjson_marked(L, root);
   cJSON_Delete(root);
   return 1;
 }
@@ -115,7 +91,7 @@ static void attach(lua_State *L, cJSON **root, cJSON *parent, const char *key, c
 static void add_value(lua_State *L, int idx, int depth, cJSON **root, cJSON *parent,
                       const char *key) {
   idx = lua_absindex(L, idx);
-  if (depth > JSON_MAX_DEPTH) luaL_error(L, "json.encode: nested too deep (a cycle?)");
+  if (depth > KEVO_L_JSON_DEPTH) luaL_error(L, "json.encode: nested too deep (a cycle?)");
   switch (lua_type(L, idx)) {
   case LUA_TNIL:
     attach(L, root, parent, key, cJSON_CreateNull());
@@ -134,7 +110,7 @@ static void add_value(lua_State *L, int idx, int depth, cJSON **root, cJSON *par
     return;
   case LUA_TLIGHTUSERDATA:
   case LUA_TUSERDATA:
-    push_null(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, JSON_NULL_KEY);
     if (lua_rawequal(L, -1, idx)) {
       lua_pop(L, 1);
       attach(L, root, parent, key, cJSON_CreateNull());

@@ -112,10 +112,15 @@ void kevo_l_newclass(lua_State *L, const char *tname, const luaL_Reg *methods, l
   lua_pop(L, 1);
 }
 
-static void pushjson(lua_State *L, const cJSON *it, int depth) {
+static void pushjson(lua_State *L, const cJSON *it, int depth, int marked) {
   luaL_checkstack(L, 4, "a JSON value");
-  if (depth > 64 || !it || cJSON_IsNull(it)) {
+  if (depth > KEVO_L_JSON_DEPTH || !it) {
     lua_pushnil(L);
+  } else if (cJSON_IsNull(it)) {
+    if (marked)
+      lua_getfield(L, LUA_REGISTRYINDEX, KEVO_L_JSON_NULL);
+    else
+      lua_pushnil(L);
   } else if (cJSON_IsBool(it)) {
     lua_pushboolean(L, cJSON_IsTrue(it));
   } else if (cJSON_IsNumber(it)) {
@@ -128,15 +133,16 @@ static void pushjson(lua_State *L, const cJSON *it, int depth) {
     lua_pushstring(L, it->valuestring);
   } else if (cJSON_IsArray(it)) {
     lua_createtable(L, cJSON_GetArraySize(it), 0);
+    if (marked) luaL_setmetatable(L, KEVO_L_JSON_ARRAY);
     lua_Integer i = 1;
     for (const cJSON *c = it->child; c; c = c->next) {
-      pushjson(L, c, depth + 1);
+      pushjson(L, c, depth + 1, marked);
       lua_rawseti(L, -2, i++);
     }
   } else if (cJSON_IsObject(it)) {
     lua_createtable(L, 0, cJSON_GetArraySize(it));
     for (const cJSON *c = it->child; c; c = c->next) {
-      pushjson(L, c, depth + 1);
+      pushjson(L, c, depth + 1, marked);
       lua_setfield(L, -2, c->string);
     }
   } else {
@@ -145,7 +151,11 @@ static void pushjson(lua_State *L, const cJSON *it, int depth) {
 }
 
 void kevo_l_pushjson(lua_State *L, const cJSON *item) {
-  pushjson(L, item, 0);
+  pushjson(L, item, 0, 0);
+}
+
+void kevo_l_pushjson_marked(lua_State *L, const cJSON *item) {
+  pushjson(L, item, 0, 1);
 }
 
 int kevo_l_read_file(lua_State *L) {

@@ -23,10 +23,16 @@ const char *kevo_l_optstr(lua_State *L, int idx, const char *key, const char *de
 int kevo_l_optbool(lua_State *L, int idx, const char *key, int def);
 
 /* Pushes a cJSON value as plain Lua data: objects and arrays become tables, null (and anything
- * nested deeper than 64) nil, integral numbers integers. For results that C hands to scripts;
- * kevo.json.decode has its own rules (json.null, marked arrays). */
+ * nested deeper than KEVO_L_JSON_DEPTH) nil, integral numbers integers. For results that C
+ * hands to scripts. The _marked form is kevo.json.decode's: null becomes json.null and arrays
+ * carry the json.array metatable, so that encode gives the same JSON back (kevo.json must be
+ * loaded, which registers both). */
 typedef struct cJSON cJSON;
+enum { KEVO_L_JSON_DEPTH = 200 };
+#define KEVO_L_JSON_NULL "kevo.json.null"   /* registry key of json.null */
+#define KEVO_L_JSON_ARRAY "kevo.json.array" /* metatable of arrays that decode made */
 void kevo_l_pushjson(lua_State *L, const cJSON *item);
+void kevo_l_pushjson_marked(lua_State *L, const cJSON *item);
 
 /* Pushes one compiler diagnostic as {line=, col=, severity=, message=} (kevo.cuda and
  * kevo.triton report them the same way). */

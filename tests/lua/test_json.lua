@@ -33,4 +33,10 @@ b.zeta = 1
 assert(json.encode(a, {canonical = true}) == '{"Mid":null,"alpha":{"b":[3,4],"y":2},"zeta":1}',
        json.encode(a, {canonical = true}))
 assert(json.encode(a, {canonical = true}) == json.encode(b, {canonical = true}))
+-- nesting past 200 levels is refused like any malformed text (and nothing is left behind)
+do
+  local v, msg, code = json.decode(string.rep("[", 250) .. string.rep("]", 250))
+  assert(v == nil and code == "E_PARSE" and msg:find("nested too deep"), tostring(msg))
+  assert(type(json.decode(string.rep("[", 200) .. string.rep("]", 200))) == "table")
+end
 print("canonical ok")
