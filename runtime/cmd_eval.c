@@ -15,16 +15,6 @@
 
 enum { MAX_SETS = 64 };
 
-static double num(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static const char *str(const cJSON *o, const char *key) {
-  const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
-  return s ? s : "";
-}
-
 static int usage(const char *why) {
   fprintf(stderr,
           "kevo eval: %s\nusage: kevo eval RECIPE KERNEL.cu [--json] [--set KNOB=VALUE]... "
@@ -77,42 +67,46 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
   const cJSON *ver = cJSON_GetObjectItem(res, "verify");
   const cJSON *bn = cJSON_GetObjectItem(res, "bench");
   printf("kevo eval: recipe %s, kernel %s", r->name, kernel);
-  if (cJSON_IsObject(dev)) printf(" on %s", str(dev, "name"));
-  printf("\n  %-12s %s (stage %s)\n", "verdict", str(res, "verdict"), str(res, "stage"));
-  printf("  %-12s %.1f ms%s, %s\n", "compile", num(comp, "ms"),
-         cJSON_IsTrue(cJSON_GetObjectItem(comp, "cached")) ? " (cached)" : "", str(comp, "arch"));
+  if (cJSON_IsObject(dev)) printf(" on %s", eval_jstr(dev, "name"));
+  printf("\n  %-12s %s (stage %s)\n", "verdict", eval_jstr(res, "verdict"),
+         eval_jstr(res, "stage"));
+  printf("  %-12s %.1f ms%s, %s\n", "compile", eval_jnum(comp, "ms"),
+         cJSON_IsTrue(cJSON_GetObjectItem(comp, "cached")) ? " (cached)" : "",
+         eval_jstr(comp, "arch"));
   const cJSON *k;
   cJSON_ArrayForEach(k, cJSON_GetObjectItem(comp, "kernels")) {
     if (cJSON_GetObjectItem(k, "num_warps")) { /* Triton */
       printf("  %-12s %s: num_warps %.0f, num_stages %.0f, %.0f B dynamic shared\n", "kernel",
-             str(k, "name"), num(k, "num_warps"), num(k, "num_stages"), num(k, "shared_dynamic"));
+             eval_jstr(k, "name"), eval_jnum(k, "num_warps"), eval_jnum(k, "num_stages"),
+             eval_jnum(k, "shared_dynamic"));
       continue;
     }
     printf("  %-12s %s: %.0f registers, spills %.0f/%.0f B (store/load), %.0f B static shared\n",
-           "kernel", str(k, "name"), num(k, "registers"), num(k, "spill_stores"),
-           num(k, "spill_loads"), num(k, "shared_static"));
+           "kernel", eval_jstr(k, "name"), eval_jnum(k, "registers"), eval_jnum(k, "spill_stores"),
+           eval_jnum(k, "spill_loads"), eval_jnum(k, "shared_static"));
   }
   if (cJSON_IsObject(ver))
-    printf("  %-12s %.0f trials x %.0f shapes, %.0f mismatches\n", "verify", num(ver, "trials"),
-           num(ver, "shapes"), isnan(num(ver, "mismatches")) ? 0 : num(ver, "mismatches"));
+    printf("  %-12s %.0f trials x %.0f shapes, %.0f mismatches\n", "verify",
+           eval_jnum(ver, "trials"), eval_jnum(ver, "shapes"),
+           isnan(eval_jnum(ver, "mismatches")) ? 0 : eval_jnum(ver, "mismatches"));
   if (cJSON_IsObject(bn)) {
     printf("  %-12s %.4g ms median (p10 %.4g, p90 %.4g, rse %.2g%%, %.0f reps)\n", "time",
-           num(bn, "median_ms"), num(bn, "p10_ms"), num(bn, "p90_ms"), 100 * num(bn, "rse"),
-           num(bn, "reps"));
+           eval_jnum(bn, "median_ms"), eval_jnum(bn, "p10_ms"), eval_jnum(bn, "p90_ms"),
+           100 * eval_jnum(bn, "rse"), eval_jnum(bn, "reps"));
     printf("  %-12s %.4g ms median, speed-up %.3gx\n",
            cJSON_GetObjectItem(bn, "eager_ms") ? "torch eager" : "reference",
-           num(bn, "ref_median_ms"), num(bn, "speedup"));
+           eval_jnum(bn, "ref_median_ms"), eval_jnum(bn, "speedup"));
     if (cJSON_GetObjectItem(bn, "compiled_ms")) /* a PyTorch reference (docs/kbench.md) */
-      printf("  %-12s %.4g ms median, speed-up %.3gx\n", "torch.compile", num(bn, "compiled_ms"),
-             num(bn, "speedup_compiled"));
-    printf("  %-12s %.0f GB/s, %.0f%% of roofline (floor %.3g ms)\n", "throughput", num(bn, "gbps"),
-           num(bn, "roofline_pct"), num(bn, "floor_ms"));
-    printf("  %-12s %.0f MHz SM clock, %.0f C\n", "clock/temp", num(bn, "sm_clock_mhz"),
-           num(bn, "temp_c"));
+      printf("  %-12s %.4g ms median, speed-up %.3gx\n", "torch.compile",
+             eval_jnum(bn, "compiled_ms"), eval_jnum(bn, "speedup_compiled"));
+    printf("  %-12s %.0f GB/s, %.0f%% of roofline (floor %.3g ms)\n", "throughput",
+           eval_jnum(bn, "gbps"), eval_jnum(bn, "roofline_pct"), eval_jnum(bn, "floor_ms"));
+    printf("  %-12s %.0f MHz SM clock, %.0f C\n", "clock/temp", eval_jnum(bn, "sm_clock_mhz"),
+           eval_jnum(bn, "temp_c"));
   }
-  printf("  %-12s %s\n", "message", str(res, "message"));
-  if (strcmp(str(res, "verdict"), "ok") != 0) {
-    const char *fb = str(res, "feedback");
+  printf("  %-12s %s\n", "message", eval_jstr(res, "message"));
+  if (strcmp(eval_jstr(res, "verdict"), "ok") != 0) {
+    const char *fb = eval_jstr(res, "feedback");
     printf("\n%s%s", fb, *fb && fb[strlen(fb) - 1] != '\n' ? "\n" : "");
   }
 }

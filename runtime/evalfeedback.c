@@ -1,6 +1,7 @@
 /* evalfeedback.c: the `feedback` text of an evaluation result, written for the model (or the
  * person) who has to make the next version of the kernel: what failed, where in the source,
  * with numbers, and what the kernel costs. */
+#include "evalint.h"
 #include "evaluate.h"
 
 #include "buf.h"
@@ -14,12 +15,12 @@
 
 enum { FEEDBACK_CAP = 16 << 10, MAX_DIAGS = 8 };
 
-static double num(const cJSON *o, const char *key) {
+double eval_jnum(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItem(o, key);
   return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-static const char *str(const cJSON *o, const char *key) {
+const char *eval_jstr(const cJSON *o, const char *key) {
   const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
   return s ? s : "";
 }
@@ -53,17 +54,18 @@ static void compile_feedback(kevo_buf *b, const cJSON *res, const char *src, siz
   const cJSON *d;
   for (int pass = 0; pass < 2; pass++) /* errors first, then warnings and notes */
     cJSON_ArrayForEach(d, diags) {
-      int is_error = !strcmp(str(d, "severity"), "error");
+      int is_error = !strcmp(eval_jstr(d, "severity"), "error");
       if (is_error != (pass == 0) || shown >= MAX_DIAGS) continue;
-      int line = (int)num(d, "line"), col = (int)num(d, "col");
-      kevo_buf_printf(b, "line %d:%d: %s: %s\n", line, col, str(d, "severity"), str(d, "message"));
+      int line = (int)eval_jnum(d, "line"), col = (int)eval_jnum(d, "col");
+      kevo_buf_printf(b, "line %d:%d: %s: %s\n", line, col, eval_jstr(d, "severity"),
+                      eval_jstr(d, "message"));
       quote_line(b, src, len, line, col);
       shown++;
     }
   if (total > shown) kevo_buf_printf(b, "(%d more diagnostics not shown)\n", total - shown);
   if (total == 0) {
-    const char *log = str(cJSON_GetObjectItem(res, "compile"), "log");
-    kevo_buf_printf(b, "%.*s\n", 2000, *log ? log : str(res, "message"));
+    const char *log = eval_jstr(cJSON_GetObjectItem(res, "compile"), "log");
+    kevo_buf_printf(b, "%.*s\n", 2000, *log ? log : eval_jstr(res, "message"));
   }
 }
 
@@ -78,13 +80,14 @@ static const char *val(const cJSON *o, const char *key, char *buf, size_t cap) {
 static void wrong_feedback(kevo_buf *b, const cJSON *res) {
   const cJSON *v = cJSON_GetObjectItem(res, "verify");
   const cJSON *w = cJSON_GetObjectItem(v, "worst");
-  kevo_buf_printf(b, "The kernel gives wrong results (%s).\n", str(res, "message"));
-  if (!isnan(num(v, "mismatches")))
-    kevo_buf_printf(b, "%.0f elements out of tolerance", num(v, "mismatches"));
-  if (!isnan(num(v, "trials"))) kevo_buf_printf(b, " over %.0f trials", num(v, "trials"));
+  kevo_buf_printf(b, "The kernel gives wrong results (%s).\n", eval_jstr(res, "message"));
+  if (!isnan(eval_jnum(v, "mismatches")))
+    kevo_buf_printf(b, "%.0f elements out of tolerance", eval_jnum(v, "mismatches"));
+  if (!isnan(eval_jnum(v, "trials")))
+    kevo_buf_printf(b, " over %.0f trials", eval_jnum(v, "trials"));
   kevo_buf_puts(b, ".\n");
   if (cJSON_IsObject(w)) {
-    kevo_buf_printf(b, "Worst element: %s", str(w, "tensor"));
+    kevo_buf_printf(b, "Worst element: %s", eval_jstr(w, "tensor"));
     const cJSON *idx = cJSON_GetObjectItem(w, "index"), *i;
     kevo_buf_puts(b, "[");
     int first = 1;
@@ -96,7 +99,7 @@ static void wrong_feedback(kevo_buf *b, const cJSON *res) {
     kevo_buf_printf(b,
                     "] (flat index %.0f) at shape %s: expected %s, got %s (abs error %s, "
                     "rel error %s).\n",
-                    num(w, "flat"), str(w, "shape"), val(w, "expected", e, sizeof e),
+                    eval_jnum(w, "flat"), eval_jstr(w, "shape"), val(w, "expected", e, sizeof e),
                     val(w, "actual", a, sizeof a), val(w, "abs_err", ae, sizeof ae),
                     val(w, "rel_err", re, sizeof re));
   }
@@ -110,17 +113,18 @@ static void wrong_feedback(kevo_buf *b, const cJSON *res) {
 static void bench_feedback(kevo_buf *b, const cJSON *res) {
   const cJSON *v = cJSON_GetObjectItem(res, "verify");
   const cJSON *bn = cJSON_GetObjectItem(res, "bench");
-  if (!isnan(num(v, "trials")))
-    kevo_buf_printf(b, "Correct: %.0f trials over %.0f shapes.\n", num(v, "trials"),
-                    num(v, "shapes"));
+  if (!isnan(eval_jnum(v, "trials")))
+    kevo_buf_printf(b, "Correct: %.0f trials over %.0f shapes.\n", eval_jnum(v, "trials"),
+                    eval_jnum(v, "shapes"));
   if (!cJSON_IsObject(bn)) return;
-  double med = num(bn, "median_ms"), ref = num(bn, "ref_median_ms"), sp = num(bn, "speedup");
-  kevo_buf_printf(b, "Time: %.4g ms median (spread %.3g%%, %.0f reps)", med, 100 * num(bn, "rse"),
-                  num(bn, "reps"));
+  double med = eval_jnum(bn, "median_ms"), ref = eval_jnum(bn, "ref_median_ms"),
+         sp = eval_jnum(bn, "speedup");
+  kevo_buf_printf(b, "Time: %.4g ms median (spread %.3g%%, %.0f reps)", med,
+                  100 * eval_jnum(bn, "rse"), eval_jnum(bn, "reps"));
   if (!isnan(ref)) kevo_buf_printf(b, "; reference %.4g ms; speed-up %.3gx", ref, sp);
   kevo_buf_puts(b, ".\n");
-  double gbps = num(bn, "gbps"), roof = num(bn, "roofline_pct");
-  int compute = !strcmp(str(bn, "bound"), "compute"); /* else memory-bound (or not said) */
+  double gbps = eval_jnum(bn, "gbps"), roof = eval_jnum(bn, "roofline_pct");
+  int compute = !strcmp(eval_jstr(bn, "bound"), "compute"); /* else memory-bound (or not said) */
   if (!isnan(gbps) && gbps > 0) {
     kevo_buf_printf(b, "Memory throughput %.0f GB/s", gbps);
     if (!isnan(roof) && !compute)
@@ -130,12 +134,12 @@ static void bench_feedback(kevo_buf *b, const cJSON *res) {
       kevo_buf_puts(b, "It is well below the memory roofline: look at coalescing, vector loads, "
                        "occupancy and the number of passes over memory.\n");
   }
-  double tf = num(bn, "tflops"), peak = num(bn, "peak_tflops");
+  double tf = eval_jnum(bn, "tflops"), peak = eval_jnum(bn, "peak_tflops");
   if (!isnan(tf) && tf > 0) {
     kevo_buf_printf(b, "Compute: %.3g TFLOP/s", tf);
     if (compute && !isnan(roof) && !isnan(peak))
       kevo_buf_printf(b, " = %.0f%% of the GPU's %s peak (%.0f TFLOP/s at its max clock)", roof,
-                      str(bn, "peak_of"), peak);
+                      eval_jstr(bn, "peak_of"), peak);
     kevo_buf_puts(b, ".\n");
     if (compute && !isnan(roof) && roof < 50)
       kevo_buf_puts(b, "It is compute-bound and well below the compute roofline: use the tensor "
@@ -149,14 +153,14 @@ static void resource_feedback(kevo_buf *b, const cJSON *res) {
   cJSON_ArrayForEach(k, ks) {
     if (cJSON_GetObjectItem(k, "num_warps")) { /* Triton: what the compile options made */
       kevo_buf_printf(b, "Kernel %s: num_warps %.0f, num_stages %.0f, %.0f B dynamic shared.\n",
-                      str(k, "name"), num(k, "num_warps"), num(k, "num_stages"),
-                      num(k, "shared_dynamic"));
+                      eval_jstr(k, "name"), eval_jnum(k, "num_warps"), eval_jnum(k, "num_stages"),
+                      eval_jnum(k, "shared_dynamic"));
       continue;
     }
     kevo_buf_printf(b, "Kernel %s: %.0f registers/thread, %.0f B static shared, %.0f B stack",
-                    str(k, "name"), num(k, "registers"), num(k, "shared_static"),
-                    num(k, "local_bytes"));
-    double ss = num(k, "spill_stores"), sl = num(k, "spill_loads");
+                    eval_jstr(k, "name"), eval_jnum(k, "registers"), eval_jnum(k, "shared_static"),
+                    eval_jnum(k, "local_bytes"));
+    double ss = eval_jnum(k, "spill_stores"), sl = eval_jnum(k, "spill_loads");
     if (ss > 0 || sl > 0)
       kevo_buf_printf(b, ", SPILLS %.0f B stored / %.0f B loaded (reduce register pressure)", ss,
                       sl);
@@ -167,7 +171,7 @@ static void resource_feedback(kevo_buf *b, const cJSON *res) {
 char *eval_feedback(const cJSON *res, const char *src, size_t len) {
   kevo_buf b;
   kevo_buf_init(&b, FEEDBACK_CAP);
-  const char *verdict = str(res, "verdict"), *msg = str(res, "message");
+  const char *verdict = eval_jstr(res, "verdict"), *msg = eval_jstr(res, "message");
   if (!strcmp(verdict, "compile_error")) {
     compile_feedback(&b, res, src, len);
   } else if (!strcmp(verdict, "launch_error")) {

@@ -30,6 +30,10 @@ typedef struct eval_knobs {
 void eval_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
                      size_t len, const kevo_recipe *r, eval_knobs *ks);
 void eval_knobs_free(eval_knobs *ks);
+/* A result field: the number (NAN when absent or not a number) or the string ("" likewise). */
+double eval_jnum(const cJSON *o, const char *key);
+const char *eval_jstr(const cJSON *o, const char *key);
+
 /* Only the defaults the source declares itself (no num_warps / num_stages fallback). */
 void eval_knobs_declared(const char *lang, const char *src, size_t len, eval_knobs *ks);
 
