@@ -5,8 +5,7 @@
 #include "registry.h"
 
 static int export_main(int argc, char **argv) {
-  static const luaL_Reg host[] = {{"mkdir", kevo_l_mkdir}, {NULL, NULL}};
-  return kevo_l_run_main("export", "kevo.export", argc, argv, host);
+  return kevo_l_run_main("export", "kevo.export", argc, argv, NULL);
 }
 
 const struct kevo_command kevo_cmd_export = {

@@ -5,8 +5,7 @@
 #include "registry.h"
 
 static int import_main(int argc, char **argv) {
-  static const luaL_Reg host[] = {{"mkdir", kevo_l_mkdir}, {NULL, NULL}};
-  return kevo_l_run_main("import", "kevo.kbench", argc, argv, host);
+  return kevo_l_run_main("import", "kevo.kbench", argc, argv, NULL);
 }
 
 const struct kevo_command kevo_cmd_import = {

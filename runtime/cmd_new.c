@@ -5,8 +5,7 @@
 #include "registry.h"
 
 static int new_main(int argc, char **argv) {
-  static const luaL_Reg host[] = {{"mkdir", kevo_l_mkdir}, {NULL, NULL}};
-  return kevo_l_run_main("new", "kevo.new", argc, argv, host);
+  return kevo_l_run_main("new", "kevo.new", argc, argv, NULL);
 }
 
 const struct kevo_command kevo_cmd_new = {

@@ -222,7 +222,10 @@ int kevo_l_run_main(const char *cmd, const char *module, int argc, char **argv,
     lua_pushstring(L, argv[i]);
     lua_rawseti(L, -2, i);
   }
+  static const luaL_Reg files[] = {
+      {"read_file", kevo_l_read_file}, {"mkdir", kevo_l_mkdir}, {NULL, NULL}};
   lua_newtable(L); /* stack: module main args host */
+  luaL_setfuncs(L, files, 0);
   if (host) luaL_setfuncs(L, host, 0);
   if (kevo_lua_pcall(L, 2, 1) != LUA_OK) goto fail;
   rc = (int)luaL_optinteger(L, -1, KEVO_EXIT_OK);

@@ -47,9 +47,9 @@ int kevo_l_read_file(lua_State *L);
 int kevo_l_mkdir(lua_State *L);
 
 /* The body of a command whose work lives in Lua: in a fresh trusted state, calls
- * require(module).main(args, host), args being argv[1..] and host a table of the given C
- * functions (NULL: an empty table), and returns main's integer result (none: 0). A failure to
- * load or an uncaught error prints "kevo <cmd>: message" and returns 1. */
+ * require(module).main(args, host), args being argv[1..] and host a table of read_file and
+ * mkdir (above) and the given C functions (NULL: no more), and returns main's integer result (none:
+ * 0). A failure to load or an uncaught error prints "kevo <cmd>: message" and returns 1. */
 int kevo_l_run_main(const char *cmd, const char *module, int argc, char **argv,
                     const luaL_Reg *host);
 

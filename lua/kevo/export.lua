@@ -8,7 +8,7 @@
 --   torch_ext.py              PyTorch: the same through ctypes
 --   make_test_vectors.py      inputs + reference outputs, made on a GPU (kevo stores no tensors)
 --   provenance.json           where every number came from
--- main(args, sys): sys.mkdir(path) -> true | nil, msg comes from the C command.
+-- main(args, sys): sys.mkdir and sys.read_file come from the C command (kevo_l_run_main).
 local json = require "kevo.json"
 local kevo = require "kevo"
 local report = require "kevo.report"
@@ -35,14 +35,6 @@ local function write(dir, name, data)
   local ok, werr = f:write(data)
   f:close()
   if not ok then error({msg = "cannot write " .. path .. ": " .. tostring(werr)}) end
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
 end
 
 -- load_recipe(run): the recipe table (kevo.recipe), or nil, why. The stored path first, then
@@ -257,7 +249,7 @@ local function export(db, run, dir, sys)
 
   local ref_out
   if recipe and recipe.reference and recipe.reference.lang == "cuda" then
-    local rsrc = read(recipe.reference.file)
+    local rsrc = sys.read_file(recipe.reference.file)
     local rchunk = rsrc and (recipe.reference.launch or plans.chunk_of(rsrc, "cuda"))
     local rcubin, rwhy2 = nil, "the reference source or its launch chunk is missing"
     if rchunk then rcubin, rwhy2 = compile_cuda(rsrc, {}, arch, "reference.cu") end

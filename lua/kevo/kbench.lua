@@ -250,22 +250,6 @@ function M.recipe(d, opts)
           tensors = tensors, params = params, contract = contract}
 end
 
-local function read(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f, err = io.open(path, "wb")
-  if not f then return nil, err end
-  f:write(text)
-  f:close()
-  return true
-end
-
 local function exists(path)
   local f = io.open(path, "rb")
   if f then f:close() end
@@ -299,7 +283,7 @@ function M.main(argv, host)
     end
   end
   if not o.file then io.stderr:write(USAGE, "\n"); return 2 end
-  local src = read(o.file)
+  local src = host.read_file(o.file)
   if not src then
     io.stderr:write(("kevo import: %s: cannot read it\n"):format(o.file))
     return 2
@@ -316,7 +300,7 @@ function M.main(argv, host)
   end
   local text, err, code
   if o.description then
-    text, err = read(o.description)
+    text, err = host.read_file(o.description)
     if not text then
       io.stderr:write(("kevo import: %s: cannot read it\n"):format(o.description))
       return 2

@@ -9,7 +9,7 @@
 -- NVRTC, writes DIR/NAME.yaml, DIR/NAME/reference.cu and DIR/NAME/seed.cu, loads the result
 -- with the recipe loader and removes (or restores) what it wrote when that fails.
 --
---   require("kevo.new").main(args, sys) -> exit code  (sys.mkdir(path) -> true | nil, msg)
+--   require("kevo.new").main(args, sys) -> exit code  (sys.mkdir, sys.read_file: kevo_l_run_main)
 local cu = require "kevo.new.cusource"
 local lc = require "kevo.new.launchcheck"
 local recipe = require "kevo.recipe"
@@ -34,14 +34,6 @@ M.USAGE = [==[usage: kevo new NAME KERNEL.cu --param N=16777216 [--param M=...].
 -- A bad-input failure: the message and exit code 2.
 local function bad(fmt, ...)
   error({exit = 2, msg = fmt:format(...)}, 0)
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
 end
 
 local function split_top(s, sep)
@@ -564,7 +556,7 @@ local function write_all(o, sys, files, yaml_path)
     if how == "made" then made[#made + 1] = d end
   end
   local old = {}
-  for _, f in ipairs(files) do old[f.path] = read(f.path) end
+  for _, f in ipairs(files) do old[f.path] = sys.read_file(f.path) end
   for _, f in ipairs(files) do
     local h, err = io.open(f.path, "wb")
     local okw = h and h:write(f.text) and h:close()
@@ -585,7 +577,7 @@ local function run(argv, sys)
   local o = parse_args(argv)
   local warnings = {}
   local function warn(msg) warnings[#warnings + 1] = msg end
-  local src = read(o.file)
+  local src = sys.read_file(o.file)
   if not src then bad("%s: cannot read it", o.file) end
   local kernels = cu.kernels(src)
   local k = pick_kernel(o, kernels)
@@ -606,7 +598,7 @@ local function run(argv, sys)
   -- the launch: the file's block or --launch; never a guess
   local chunk = {}
   if o.launch then
-    chunk.text = read(o.launch)
+    chunk.text = sys.read_file(o.launch)
     if not chunk.text then bad("--launch %s: cannot read it", o.launch) end
     chunk.where, chunk.from_file = o.launch, true
   else
@@ -668,7 +660,7 @@ local function run(argv, sys)
                  {path = yaml_path, text = yaml}}
   if not o.force then
     local there = {}
-    for _, f in ipairs(files) do if read(f.path) then there[#there + 1] = f.path end end
+    for _, f in ipairs(files) do if sys.read_file(f.path) then there[#there + 1] = f.path end end
     if #there > 0 then bad("%s already exist%s (--force to overwrite)", table.concat(there, ", "),
       #there == 1 and "s" or "") end
   end
