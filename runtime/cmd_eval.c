@@ -44,20 +44,18 @@ static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const cha
     if (!strcmp(r->seeds[i].lang, lang) && same_file(r, r->seeds[i].file, real))
       seed = &r->seeds[i];
   if (!seed) return nsets;
-  eval_knobs *declared = malloc(sizeof *declared);
-  if (!declared) return nsets;
-  eval_knobs_declared(lang, src->data, src->len, declared);
+  eval_knobs declared;
+  eval_knobs_declared(lang, src->data, src->len, &declared);
   for (size_t k = 0; k < seed->nknobs && nsets < MAX_SETS; k++) {
     const kevo_knob *kn = &seed->knobs[k];
     int known = kn->nvalues == 0;
     for (size_t j = 0; j < nsets && !known; j++)
       known = !strcmp(sets[j].name, kn->name);
-    for (size_t j = 0; j < declared->n && !known; j++)
-      known = !strcmp(declared->d[j].name, kn->name);
+    for (size_t j = 0; j < declared.n && !known; j++)
+      known = !strcmp(declared.d[j].name, kn->name);
     if (!known) sets[nsets++] = (kevo_define){kn->name, kn->values[0]};
   }
-  eval_knobs_free(declared);
-  free(declared);
+  eval_knobs_free(&declared);
   return nsets;
 }
 

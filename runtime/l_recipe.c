@@ -239,16 +239,14 @@ static int recipe_knob_defaults(lua_State *L) {
   const char *lang = luaL_checkstring(L, 1);
   size_t len;
   const char *src = luaL_checklstring(L, 2, &len);
-  eval_knobs *ks = malloc(sizeof *ks);
-  if (!ks) return luaL_error(L, "out of memory");
-  eval_knobs_declared(lang, src, len, ks);
-  lua_newtable(L);
-  for (size_t i = 0; i < ks->n; i++) {
-    lua_pushstring(L, ks->d[i].value);
-    lua_setfield(L, -2, ks->d[i].name);
+  eval_knobs ks;
+  eval_knobs_declared(lang, src, len, &ks);
+  lua_createtable(L, 0, (int)ks.n);
+  for (size_t i = 0; i < ks.n; i++) {
+    lua_pushstring(L, ks.d[i].value);
+    lua_setfield(L, -2, ks.d[i].name);
   }
-  eval_knobs_free(ks);
-  free(ks);
+  eval_knobs_free(&ks);
   return 1;
 }
 
