@@ -130,11 +130,8 @@ static double compute_peak_tflops(const ev *e, const char **unit) {
   const kevo_gpu *g = e->g;
   int bits = 0;
   for (int i = 0; i < e->ntensors; i++) {
-    const char *d = ev_dtype_name(e->tensors[i].dt);
-    int b = !strcmp(d, "f16") || !strcmp(d, "bf16") ? 16
-            : !strcmp(d, "f32")                     ? 32
-            : !strcmp(d, "f64")                     ? 64
-                                                    : 0;
+    int dt = e->tensors[i].dt;
+    int b = dt == DK_F16 || dt == DK_BF16 ? 16 : dt == DK_F32 ? 32 : dt == DK_F64 ? 64 : 0;
     if (!e->tensors[i].output && b && (!bits || b < bits)) bits = b;
   }
   double per_clk = 0;
