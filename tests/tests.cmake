@@ -12,6 +12,9 @@ foreach(t ${KEVO_C_TESTS})
   add_executable(${n} ${t})
   target_link_libraries(${n} PRIVATE kevocore)
   target_include_directories(${n} PRIVATE ${CMAKE_SOURCE_DIR}/tests/c)
+  if(n MATCHES "^test_worker")  # unit tests of the worker's internals
+    target_include_directories(${n} PRIVATE ${CMAKE_SOURCE_DIR}/runtime/worker)
+  endif()
   add_test(NAME c/${n} COMMAND ${n} WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   set_tests_properties(c/${n} PROPERTIES ENVIRONMENT "${KEVO_TEST_ENV}" LABELS "c" SKIP_RETURN_CODE 77)
 endforeach()
@@ -48,6 +51,12 @@ endforeach()
 find_program(CLANG_FORMAT NAMES clang-format clang-format-14)
 if(CLANG_FORMAT)
   file(GLOB KEVO_FORMATTED CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/runtime/*.[ch]
+       ${CMAKE_SOURCE_DIR}/runtime/worker/*.[ch]
        ${CMAKE_SOURCE_DIR}/tests/c/*.[ch])
   add_test(NAME style/clang-format COMMAND ${CLANG_FORMAT} --dry-run -Werror ${KEVO_FORMATTED})
 endif()
+
+# The worker and the driver share only the protocol and status (cmake/check_layers.cmake).
+add_test(NAME style/layers COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}
+  -P ${CMAKE_SOURCE_DIR}/cmake/check_layers.cmake)
+set_tests_properties(style/layers PROPERTIES LABELS "style")
