@@ -70,7 +70,7 @@ static summary summarize(const double *v, int n) {
 }
 
 /* Adds the checksum of every output buffer (guard band included) of shape s into *slot. */
-static CUresult checksum_outputs(ev *e, ev_shape *s, CUdeviceptr slot) {
+static CUresult checksum_outputs(wk_eval *e, wk_shape *s, CUdeviceptr slot) {
   CUresult r = CUDA_SUCCESS;
   for (int i = 0; !r && i < e->ntensors; i++)
     if (e->tensors[i].output)
@@ -80,22 +80,22 @@ static CUresult checksum_outputs(ev *e, ev_shape *s, CUdeviceptr slot) {
 
 /* One rep of plan p: [flush L2], start event, launches, stop event, [checksum the candidate's
  * outputs into slot], then poison the outputs. */
-static int rep(ev *e, ev_shape *s, ev_plan *p, int cand, CUevent a, CUevent b, int flush,
+static int rep(wk_eval *e, wk_shape *s, wk_plan *p, int cand, CUevent a, CUevent b, int flush,
                CUdeviceptr slot) {
   kevo_gpu *g = e->g;
   CUresult r = CUDA_SUCCESS;
   if (flush) r = DRV->cuMemsetD32Async(g->flush, ++g->flush_count, g->flush_bytes / 4, g->stream);
   if (!r) r = DRV->cuEventRecord(a, g->stream);
-  if (r) return ev_cuda_fail(e, r, "timing");
-  if (ev_plan_run(e, p, cand)) return -1;
+  if (r) return wk_cuda_fail(e, r, "timing");
+  if (wk_plan_run(e, p, cand)) return -1;
   r = DRV->cuEventRecord(b, g->stream);
   if (!r && cand && slot) r = checksum_outputs(e, s, slot);
-  if (r) return ev_cuda_fail(e, r, "timing");
-  return ev_poison_outputs(e, s, ev_poison_a);
+  if (r) return wk_cuda_fail(e, r, "timing");
+  return wk_poison_outputs(e, s, wk_poison_a);
 }
 
 /* Runs pairs of reps (candidate and reference, order alternating) and appends their times. */
-static int pair(ev *e, ev_shape *s, CUevent *ev4, int k, const bench_opts *o, double *tc,
+static int pair(wk_eval *e, wk_shape *s, CUevent *ev4, int k, const bench_opts *o, double *tc,
                 double *tr, CUdeviceptr slot) {
   int cand_first = k % 2 == 0 || s->ref.nk == 0;
   int nplans = s->ref.nk == 0 ? 1 : 2; /* an external reference is timed by its own host */
@@ -106,11 +106,11 @@ static int pair(ev *e, ev_shape *s, CUevent *ev4, int k, const bench_opts *o, do
   }
   /* a failure surfacing here is the candidate's unless the reference alone ran badly; the
    * reference ran clean through verify, so it is judged the candidate's */
-  if (ev_plan_sync(e, 1, "timing the candidate")) return -1;
+  if (wk_plan_sync(e, 1, "timing the candidate")) return -1;
   float ms[2] = {0, 0};
   for (int j = 0; j < nplans; j++) {
     CUresult r = DRV->cuEventElapsedTime(&ms[j], ev4[2 * j], ev4[2 * j + 1]);
-    if (r) return ev_cuda_fail(e, r, "reading event times");
+    if (r) return wk_cuda_fail(e, r, "reading event times");
   }
   *tc = cand_first ? ms[0] : ms[1];
   *tr = cand_first ? ms[1] : ms[0];
@@ -126,7 +126,7 @@ static void add(cJSON *o, const char *k, double v, double scale) {
  * tensor cores (f64) otherwise; from the per-SM rates of the GPUs whose rates are known here
  * (sm_90: 4096 / 256 / 256 flops per clock per SM; sm_80: 2048 / 128 / 128). 0 elsewhere:
  * then the roofline is the memory one alone. The narrowest float input decides. */
-static double compute_peak_tflops(const ev *e, const char **unit) {
+static double compute_peak_tflops(const wk_eval *e, const char **unit) {
   const kevo_gpu *g = e->g;
   int bits = 0;
   for (int i = 0; i < e->ntensors; i++) {
@@ -143,7 +143,7 @@ static double compute_peak_tflops(const ev *e, const char **unit) {
   return per_clk * g->sms * g->clock_mhz * 1e6 / 1e12;
 }
 
-int ev_bench(ev *e, ev_shape *s) {
+int wk_bench(wk_eval *e, wk_shape *s) {
   kevo_gpu *g = e->g;
   const cJSON *bj = cJSON_GetObjectItemCaseSensitive(e->req, "bench");
   const cJSON *cost = cJSON_GetObjectItemCaseSensitive(e->req, "cost");
@@ -167,13 +167,13 @@ int ev_bench(ev *e, ev_shape *s) {
   CUdeviceptr sums = 0;
   uint64_t *host_sums = calloc((size_t)o.max_reps + 2, sizeof *host_sums);
   if (!tc || !tr || !clk || !host_sums) {
-    ev_fail(e, "error", "bench", "no host memory for %d timing samples", o.max_reps);
+    wk_fail(e, "error", "bench", "no host memory for %d timing samples", o.max_reps);
     goto out;
   }
   for (int i = 0; i < 4; i++) {
     CUresult r = DRV->cuEventCreate(&evs[i], CU_EVENT_DEFAULT);
     if (r) {
-      ev_cuda_fail(e, r, "cuEventCreate");
+      wk_cuda_fail(e, r, "cuEventCreate");
       goto out;
     }
   }
@@ -181,27 +181,27 @@ int ev_bench(ev *e, ev_shape *s) {
   if (!mr) mr = DRV->cuMemsetD32Async(sums, 0, ((size_t)o.max_reps + 2) * 2, g->stream);
   if (mr) {
     sums = 0;
-    ev_cuda_fail(e, mr, "allocating rep checksums");
+    wk_cuda_fail(e, mr, "allocating rep checksums");
     goto out;
   }
   /* every candidate rep must leave the same guard band as the final check does */
-  if (ev_poison_outputs(e, s, ev_poison_a)) goto out;
-  double t0 = ev_now_ms(), c, rf;
-  for (int k = 0; k < 2 || ev_now_ms() - t0 < o.warmup_ms; k++, nwarm++)
+  if (wk_poison_outputs(e, s, wk_poison_a)) goto out;
+  double t0 = wk_now_ms(), c, rf;
+  for (int k = 0; k < 2 || wk_now_ms() - t0 < o.warmup_ms; k++, nwarm++)
     if (pair(e, s, evs, k, &o, &c, &rf, sums)) goto out;
-  t0 = ev_now_ms();
+  t0 = wk_now_ms();
   for (;;) {
     if (pair(e, s, evs, n, &o, &tc[n], &tr[n], sums + 8 * ((CUdeviceptr)n + 1))) goto out;
     n++;
     int mhz = kevo_nvml_sm_clock(g->nvml), temp = kevo_nvml_temp(g->nvml);
     if (mhz > 0) clk[nclk++] = mhz;
     if (temp > temp_max) temp_max = temp;
-    if (n >= o.max_reps || ev_now_ms() - t0 > o.max_ms) break;
+    if (n >= o.max_reps || wk_now_ms() - t0 > o.max_ms) break;
     if (n >= o.min_reps && summarize(tc, n).rse < o.target_rse &&
         (s->ref.nk == 0 || summarize(tr, n).rse < o.target_rse))
       break;
   }
-  double wall = ev_now_ms() - t0;
+  double wall = wk_now_ms() - t0;
   summary sc = summarize(tc, n), sr = summarize(tr, n);
   qsort(clk, (size_t)nclk, sizeof *clk, cmp_int);
   int mid_clk = nclk ? clk[nclk / 2] : -1;
@@ -244,20 +244,20 @@ int ev_bench(ev *e, ev_shape *s) {
   cJSON_AddBoolToObject(b, "l2_flush", o.l2_flush);
   add(b, "wall_ms", wall, 10);
   /* the candidate must still be right after being called many times */
-  if (ev_recheck(e, s, "bench")) goto out;
+  if (wk_recheck(e, s, "bench")) goto out;
   /* ... and must have given that same output in every rep, timed or warm-up */
   CUdeviceptr golden = sums + 8 * ((CUdeviceptr)o.max_reps + 1);
   mr = checksum_outputs(e, s, golden);
   if (!mr) mr = DRV->cuStreamSynchronize(g->stream);
   if (!mr) mr = DRV->cuMemcpyDtoH(host_sums, sums, ((size_t)o.max_reps + 2) * 8);
   if (mr) {
-    ev_cuda_fail(e, mr, "reading rep checksums");
+    wk_cuda_fail(e, mr, "reading rep checksums");
     goto out;
   }
   uint64_t want = host_sums[o.max_reps + 1];
   for (int k = 0; k < n; k++) {
     if (host_sums[k + 1] != want) {
-      ev_fail(e, "wrong", "bench",
+      wk_fail(e, "wrong", "bench",
               "timed repetition %d of %d gave a different output than the verified one (a kernel "
               "must compute the same answer every time it is called)",
               k + 1, n);
@@ -265,13 +265,13 @@ int ev_bench(ev *e, ev_shape *s) {
     }
   }
   if (host_sums[0] != want * (uint64_t)nwarm) {
-    ev_fail(e, "wrong", "bench",
+    wk_fail(e, "wrong", "bench",
             "a warm-up repetition gave a different output than the verified one (a kernel must "
             "compute the same answer every time it is called)");
     goto out;
   }
   if (floor_ms > 0 && sc.median < 0.9 * floor_ms) {
-    ev_fail(e, "implausible", "bench",
+    wk_fail(e, "implausible", "bench",
             "median %.4f ms is under 0.9x the physical floor of %.4f ms (%.0f bytes at the "
             "measured copy bandwidth of %.0f GB/s, %.0f flops at %.0f TFLOP/s): quarantined, "
             "check the recipe's cost or the timing",

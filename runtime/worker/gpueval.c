@@ -13,12 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-const uint64_t ev_poison_a[DK_COUNT] = {
+const uint64_t wk_poison_a[DK_COUNT] = {
     [DK_F32] = 0x7FC0A5A57FC0A5A5ull,  [DK_F16] = 0x7E5A7E5A7E5A7E5Aull,
     [DK_BF16] = 0x7FD57FD57FD57FD5ull, [DK_F64] = 0x7FF8DEADA5A5A5A5ull,
     [DK_I32] = 0x5A5AA5A55A5AA5A5ull,  [DK_I64] = 0x5A5AA5A55A5AA5A5ull,
     [DK_U8] = 0xA5A5A5A5A5A5A5A5ull};
-const uint64_t ev_poison_b[DK_COUNT] = {
+const uint64_t wk_poison_b[DK_COUNT] = {
     [DK_F32] = 0x7FC05A5A7FC05A5Aull,  [DK_F16] = 0x7E6B7E6B7E6B7E6Bull,
     [DK_BF16] = 0x7FEA7FEA7FEA7FEAull, [DK_F64] = 0x7FF8BEEF5A5A5A5Aull,
     [DK_I32] = 0xA5A55A5AA5A55A5Aull,  [DK_I64] = 0xA5A55A5AA5A55A5Aull,
@@ -31,21 +31,21 @@ static const struct {
     [DK_F32] = {"f32", 4}, [DK_F16] = {"f16", 2}, [DK_BF16] = {"bf16", 2}, [DK_F64] = {"f64", 8},
     [DK_I32] = {"i32", 4}, [DK_I64] = {"i64", 8}, [DK_U8] = {"u8", 1}};
 
-size_t ev_dtype_size(int dt) {
+size_t wk_dtype_size(int dt) {
   return dt >= 0 && dt < DK_COUNT ? dtypes[dt].size : 0;
 }
 
-const char *ev_dtype_name(int dt) {
+const char *wk_dtype_name(int dt) {
   return dt >= 0 && dt < DK_COUNT ? dtypes[dt].name : "?";
 }
 
-int ev_dtype_parse(const char *s) {
+int wk_dtype_parse(const char *s) {
   for (int i = 0; s && i < DK_COUNT; i++)
     if (!strcmp(s, dtypes[i].name)) return i;
   return -1;
 }
 
-double ev_now_ms(void) {
+double wk_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
@@ -165,12 +165,12 @@ int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
   g->peak_tflops = (double)g->sms * g->clock_mhz * 1e6 * 8192.0 / 1e12;
   const char *cap = getenv("KEVO_WORKER_REF_CACHE_MB");
   size_t cap_mb = cap && atol(cap) > 0 ? (size_t)atol(cap) : 6144;
-  g->refs = ev_refcache_new(cap_mb << 20);
+  g->refs = wk_refcache_new(cap_mb << 20);
   if (!g->refs) {
     rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for the reference cache");
     goto fail;
   }
-  ev_refcache_set_release(g->refs, ev_host_release, g);
+  wk_refcache_set_release(g->refs, wk_host_release, g);
   *out = g;
   return KEVO_OK;
 fail:
@@ -180,7 +180,7 @@ fail:
 
 void kevo_gpu_close(kevo_gpu *g) {
   if (!g) return;
-  ev_refcache_free(g->refs); /* page-locked buffers: before the context goes */
+  wk_refcache_free(g->refs); /* page-locked buffers: before the context goes */
   g->refs = NULL;
   if (g->drv.lib && g->ctx) {
     devk_unload(DRV, &g->dk);
@@ -222,7 +222,7 @@ static void add_value(cJSON *o, const char *k, double v) {
     cJSON_AddNumberToObject(o, k, v);
 }
 
-static cJSON *result_json(ev *e, double ms) {
+static cJSON *result_json(wk_eval *e, double ms) {
   cJSON *r = cJSON_CreateObject();
   const char *verdict = e->verdict ? e->verdict : "ok";
   cJSON_AddBoolToObject(r, "ok", !strcmp(verdict, "ok"));
@@ -248,7 +248,7 @@ static cJSON *result_json(ev *e, double ms) {
     cJSON_AddItemToArray(flags, cJSON_CreateString(e->verdict));
   cJSON_AddNumberToObject(v, "ms", round(e->verify_ms * 10) / 10);
   if (e->worst.have) {
-    ev_worst *w = &e->worst;
+    wk_worst *w = &e->worst;
     cJSON *o = cJSON_AddObjectToObject(v, "worst");
     cJSON_AddStringToObject(o, "shape", w->shape);
     cJSON_AddStringToObject(o, "tensor", w->tensor);
@@ -283,9 +283,9 @@ static cJSON *result_json(ev *e, double ms) {
 
 cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, size_t nblobs,
                          int *fatal) {
-  double t0 = ev_now_ms();
-  ev *e = calloc(1, sizeof *e);
-  ev_shape *s = calloc(1, sizeof *s);
+  double t0 = wk_now_ms();
+  wk_eval *e = calloc(1, sizeof *e);
+  wk_shape *s = calloc(1, sizeof *s);
   cJSON *res = NULL;
   *fatal = 0;
   if (!e || !s) {
@@ -301,8 +301,8 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
   e->g = g;
   e->req = req;
   e->cur_stage = "verify";
-  if (ev_parse(e, blobs, nblobs) == 0 && e->external && (e->missing = ev_missing_refs(e)))
-    ev_fail(e, "error", "verify",
+  if (wk_parse(e, blobs, nblobs) == 0 && e->external && (e->missing = wk_missing_refs(e)))
+    wk_fail(e, "error", "verify",
             "E_NOREF: the external reference outputs of %d (shape, trial) pairs are not in the "
             "worker's cache: put_reference them (listed in \"missing\") and evaluate again",
             cJSON_GetArraySize(e->missing));
@@ -312,23 +312,23 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
     int nshapes = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "shapes"));
     for (int k = 1; k <= nshapes && !e->verdict; k++) {
       int index = k % nshapes;
-      int rc = ev_shape_setup(e, s, index);
-      if (!rc) rc = ev_verify_shape(e, s);
+      int rc = wk_shape_setup(e, s, index);
+      if (!rc) rc = wk_verify_shape(e, s);
       if (!rc) e->shapes_done++;
       if (e->crashed) break;
-      if (rc || index != 0) ev_shape_teardown(e, s);
+      if (rc || index != 0) wk_shape_teardown(e, s);
     }
-    e->verify_ms = ev_now_ms() - t0;
+    e->verify_ms = wk_now_ms() - t0;
     const cJSON *bj = cJSON_GetObjectItemCaseSensitive(req, "bench");
     if (!e->verdict && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bj, "enabled"))) {
       e->cur_stage = "bench";
-      ev_bench(e, s);
+      wk_bench(e, s);
     }
-    if (!e->crashed) ev_shape_teardown(e, s);
+    if (!e->crashed) wk_shape_teardown(e, s);
   }
-  if (!e->crashed) ev_unload(e);
+  if (!e->crashed) wk_unload(e);
   *fatal = e->crashed;
-  res = result_json(e, ev_now_ms() - t0);
+  res = result_json(e, wk_now_ms() - t0);
   cJSON_Delete(e->bench);
   cJSON_Delete(e->missing);
   free(e);

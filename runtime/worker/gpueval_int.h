@@ -10,36 +10,36 @@
 #include "nvml.h"
 
 enum {
-  EV_MAX_TENSORS = 32,
-  EV_MAX_SCRATCH = 16,
-  EV_MAX_KERNELS = 32,
-  EV_MAX_ARGS = 64,
-  EV_MAX_MODULES = 16,
-  EV_MAX_SHAPES = 64,
-  EV_MAX_RANK = 8,
-  EV_NAME = 128,
+  WK_MAX_TENSORS = 32,
+  WK_MAX_SCRATCH = 16,
+  WK_MAX_KERNELS = 32,
+  WK_MAX_ARGS = 64,
+  WK_MAX_MODULES = 16,
+  WK_MAX_SHAPES = 64,
+  WK_MAX_RANK = 8,
+  WK_NAME = 128,
 };
 
 /* Poison patterns, replicated over 8 bytes; per element size the low bytes are taken, so every
  * float type reads them as a quiet NaN with a payload of its own, integers as a sentinel. */
-extern const uint64_t ev_poison_a[DK_COUNT], ev_poison_b[DK_COUNT];
+extern const uint64_t wk_poison_a[DK_COUNT], wk_poison_b[DK_COUNT];
 
 /* The reference outputs cache: host copies keyed by a hash of (reference cubins and plan,
  * tensors, shape, seed, trial), LRU, bounded in bytes. */
-typedef struct ev_refcache ev_refcache;
-ev_refcache *ev_refcache_new(size_t cap_bytes);
-void ev_refcache_free(ev_refcache *c);
+typedef struct wk_refcache wk_refcache;
+wk_refcache *wk_refcache_new(size_t cap_bytes);
+void wk_refcache_free(wk_refcache *c);
 /* The stored outputs for key (one host buffer per output tensor), or NULL. */
-void **ev_refcache_get(ev_refcache *c, const char key[65]);
+void **wk_refcache_get(wk_refcache *c, const char key[65]);
 /* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
  * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
-void ev_refcache_put(ev_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes);
+void wk_refcache_put(wk_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes);
 /* A host buffer for the cache: page-locked when the driver gives it, else malloc'd; released
- * with ev_host_release(buf, g). */
-void *ev_host_alloc(kevo_gpu *g, size_t bytes);
-void ev_host_release(void *buf, void *ud);
+ * with wk_host_release(buf, g). */
+void *wk_host_alloc(kevo_gpu *g, size_t bytes);
+void wk_host_release(void *buf, void *ud);
 /* Buffers are released with release(buf, ud) instead of free() once this is set. */
-void ev_refcache_set_release(ev_refcache *c, void (*release)(void *buf, void *ud), void *ud);
+void wk_refcache_set_release(wk_refcache *c, void (*release)(void *buf, void *ud), void *ud);
 
 struct kevo_gpu {
   cudrv drv;
@@ -56,25 +56,25 @@ struct kevo_gpu {
   size_t flush_bytes;
   unsigned flush_count;
   CUdeviceptr stats; /* one devk_stats, one u64 checksum */
-  ev_refcache *refs;
+  wk_refcache *refs;
 };
 
-typedef struct ev_tensor {
-  char name[EV_NAME];
+typedef struct wk_tensor {
+  char name[WK_NAME];
   int dt, output;
   int kind;    /* DK_NORMAL ... */
   double a, b; /* init parameters */
-} ev_tensor;
+} wk_tensor;
 
-typedef struct ev_buf {
-  char name[EV_NAME];
+typedef struct wk_buf {
+  char name[WK_NAME];
   CUdeviceptr ptr;
   size_t bytes;   /* allocated, a multiple of 256 */
   uint64_t numel; /* tensors */
   int zero;       /* scratch: zero before each run of its plan */
-} ev_buf;
+} wk_buf;
 
-typedef struct ev_arg {
+typedef struct wk_arg {
   union {
     int32_t i32;
     int64_t i64;
@@ -84,56 +84,56 @@ typedef struct ev_arg {
     double f64;
     CUdeviceptr ptr;
   } v;
-} ev_arg;
+} wk_arg;
 
-typedef struct ev_launch {
+typedef struct wk_launch {
   CUfunction fn;
-  char name[EV_NAME];
+  char name[WK_NAME];
   unsigned grid[3], block[3], shared;
   int nargs;
-  ev_arg args[EV_MAX_ARGS];
-  void *argp[EV_MAX_ARGS];
-} ev_launch;
+  wk_arg args[WK_MAX_ARGS];
+  void *argp[WK_MAX_ARGS];
+} wk_launch;
 
-typedef struct ev_plan {
+typedef struct wk_plan {
   int nk;
-  ev_launch k[EV_MAX_KERNELS];
+  wk_launch k[WK_MAX_KERNELS];
   int nscratch;
-  ev_buf scratch[EV_MAX_SCRATCH];
-} ev_plan;
+  wk_buf scratch[WK_MAX_SCRATCH];
+} wk_plan;
 
 /* One shape, set up on the device: its tensors, snapshots of outputs, and both plans. */
-typedef struct ev_shape {
+typedef struct wk_shape {
   int index;
   const cJSON *spec; /* the request's shape object */
   char label[256];
-  ev_buf t[EV_MAX_TENSORS];    /* per request tensor */
-  ev_buf snap[EV_MAX_TENSORS]; /* outputs only: the first run's copy */
-  int rank[EV_MAX_TENSORS];
-  int64_t dims[EV_MAX_TENSORS][EV_MAX_RANK];
-  ev_plan cand, ref;
-} ev_shape;
+  wk_buf t[WK_MAX_TENSORS];    /* per request tensor */
+  wk_buf snap[WK_MAX_TENSORS]; /* outputs only: the first run's copy */
+  int rank[WK_MAX_TENSORS];
+  int64_t dims[WK_MAX_TENSORS][WK_MAX_RANK];
+  wk_plan cand, ref;
+} wk_shape;
 
 /* The worst element found. */
-typedef struct ev_worst {
+typedef struct wk_worst {
   int have;
-  char shape[256], tensor[EV_NAME];
+  char shape[256], tensor[WK_NAME];
   uint64_t flat;
   int rank;
-  int64_t index[EV_MAX_RANK];
+  int64_t index[WK_MAX_RANK];
   double expected, actual, abs_err, rel_err;
   int expected_nan, actual_nan; /* printed as JSON strings: "nan" */
-} ev_worst;
+} wk_worst;
 
 /* One evaluation: the request, what is loaded, and the result as it forms. */
-typedef struct ev {
+typedef struct wk_eval {
   kevo_gpu *g;
   const cJSON *req;
   int ntensors;
-  ev_tensor tensors[EV_MAX_TENSORS];
+  wk_tensor tensors[WK_MAX_TENSORS];
   int nmodules;
-  CUmodule modules[EV_MAX_MODULES];
-  int module_is_ref[EV_MAX_MODULES];
+  CUmodule modules[WK_MAX_MODULES];
+  int module_is_ref[WK_MAX_MODULES];
   char ref_hash[65];
   int trials;
   uint64_t seed;
@@ -148,56 +148,56 @@ typedef struct ev {
   uint64_t mismatches;
   const char *flags[8];
   int nflags;
-  ev_worst worst;
+  wk_worst worst;
   uint32_t worst_key; /* its error / tolerance ratio, as float bits */
   double verify_ms;
   cJSON *bench;   /* the result's bench object once timed */
   cJSON *missing; /* external reference outputs not cached: [{shape, label, trial}] */
-} ev;
+} wk_eval;
 
 /* Records the verdict (first one wins) and a one-line message; returns -1. */
-int ev_fail(ev *e, const char *verdict, const char *stage, const char *fmt, ...)
+int wk_fail(wk_eval *e, const char *verdict, const char *stage, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* A CUDA failure in the worker's own work (not the candidate's launch): crash when sticky
  * (the context is gone), else "error". Returns -1. */
-int ev_cuda_fail(ev *e, CUresult r, const char *what);
+int wk_cuda_fail(wk_eval *e, CUresult r, const char *what);
 /* Runs plan p (zeroes scratch asked for, launches each kernel in order). A launch failure is
  * judged: the candidate's -> launch_error (crash when sticky), the reference's -> error.
  * Does not synchronize. Returns 0 or -1. */
-int ev_plan_run(ev *e, ev_plan *p, int is_candidate);
-/* Synchronizes the stream after a plan; a failure is judged as ev_plan_run judges. */
-int ev_plan_sync(ev *e, int is_candidate, const char *what);
-/* Fills every output of s with a pattern (ev_poison_a or ev_poison_b). */
-int ev_poison_outputs(ev *e, ev_shape *s, const uint64_t *pattern);
+int wk_plan_run(wk_eval *e, wk_plan *p, int is_candidate);
+/* Synchronizes the stream after a plan; a failure is judged as wk_plan_run judges. */
+int wk_plan_sync(wk_eval *e, int is_candidate, const char *what);
+/* Fills every output of s with a pattern (wk_poison_a or wk_poison_b). */
+int wk_poison_outputs(wk_eval *e, wk_shape *s, const uint64_t *pattern);
 
-int ev_verify_shape(ev *e, ev_shape *s); /* gpuverify.c: all trials of one shape */
+int wk_verify_shape(wk_eval *e, wk_shape *s); /* gpuverify.c: all trials of one shape */
 /* gpuverify.c: draws the inputs of (s, trial) on the device; the same in every request with
  * the same seed, shape label, tensor names and inits. */
-int ev_gen_inputs(ev *e, ev_shape *s, int trial);
+int wk_gen_inputs(wk_eval *e, wk_shape *s, int trial);
 /* gpuverify.c: the reference cache key of (s, trial): a hash of the reference modules, seed,
  * trial, shape label, tensors, numel and the shape's reference plan (or external key). Needs
  * only s->label and s->spec. */
-void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]);
+void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]);
 /* gpuextref.c: the inputs and put_reference ops, and the list of (shape, trial) pairs whose
  * external reference outputs are not cached (NULL when none is missing). */
-cJSON *ev_missing_refs(ev *e);
+cJSON *wk_missing_refs(wk_eval *e);
 /* gpubench.c: times candidate and reference on shape s (verified, last trial's inputs in
  * place) and re-checks the candidate after. */
-int ev_bench(ev *e, ev_shape *s);
+int wk_bench(wk_eval *e, wk_shape *s);
 /* gpuverify.c: runs the candidate once more on s (poisoned first) and compares with the
  * cached reference outputs of the last trial; used after the timing loop. */
-int ev_recheck(ev *e, ev_shape *s, const char *stage);
+int wk_recheck(wk_eval *e, wk_shape *s, const char *stage);
 
 /* gpuplan.c: parses tensors and verify options, loads the modules. */
-int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs);
-void ev_unload(ev *e);
+int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs);
+void wk_unload(wk_eval *e);
 /* Allocates shape `index`'s tensors and resolves both its plans. */
-int ev_shape_setup(ev *e, ev_shape *s, int index);
-void ev_shape_teardown(ev *e, ev_shape *s);
+int wk_shape_setup(wk_eval *e, wk_shape *s, int index);
+void wk_shape_teardown(wk_eval *e, wk_shape *s);
 
-double ev_now_ms(void);
-int ev_dtype_parse(const char *name); /* -1 when unknown */
-size_t ev_dtype_size(int dt);
-const char *ev_dtype_name(int dt);
+double wk_now_ms(void);
+int wk_dtype_parse(const char *name); /* -1 when unknown */
+size_t wk_dtype_size(int dt);
+const char *wk_dtype_name(int dt);
 
 #endif

@@ -13,8 +13,8 @@
 
 #define DRV (&e->g->drv)
 
-/* A shape with only what ev_ref_key needs: its label and spec. */
-static void shape_for_key(ev *e, int index, ev_shape *s) {
+/* A shape with only what wk_ref_key needs: its label and spec. */
+static void shape_for_key(wk_eval *e, int index, wk_shape *s) {
   memset(s, 0, sizeof *s);
   s->index = index;
   s->spec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e->req, "shapes"), index);
@@ -22,17 +22,17 @@ static void shape_for_key(ev *e, int index, ev_shape *s) {
   snprintf(s->label, sizeof s->label, "%s", label ? label : "?");
 }
 
-cJSON *ev_missing_refs(ev *e) {
+cJSON *wk_missing_refs(wk_eval *e) {
   cJSON *missing = NULL;
   int nshapes = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e->req, "shapes"));
-  ev_shape *s = malloc(sizeof *s);
+  wk_shape *s = malloc(sizeof *s);
   if (!s) return NULL;
   for (int i = 0; i < nshapes; i++)
     for (int trial = 0; trial < e->trials; trial++) {
       char key[65];
       shape_for_key(e, i, s);
-      ev_ref_key(e, s, trial, key);
-      if (ev_refcache_get(e->g->refs, key)) continue;
+      wk_ref_key(e, s, trial, key);
+      if (wk_refcache_get(e->g->refs, key)) continue;
       if (!missing) missing = cJSON_CreateArray();
       cJSON *m = cJSON_CreateObject();
       cJSON_AddNumberToObject(m, "shape", i);
@@ -45,15 +45,15 @@ cJSON *ev_missing_refs(ev *e) {
 }
 
 /* Parses the request's tensors, shapes and seed (no modules) and its "shape" and "trial". */
-static int parse_target(ev *e, int *shape, int *trial) {
+static int parse_target(wk_eval *e, int *shape, int *trial) {
   e->no_modules = 1;
-  if (ev_parse(e, NULL, 0)) return -1;
+  if (wk_parse(e, NULL, 0)) return -1;
   const cJSON *sj = cJSON_GetObjectItemCaseSensitive(e->req, "shape");
   const cJSON *tj = cJSON_GetObjectItemCaseSensitive(e->req, "trial");
   int nshapes = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e->req, "shapes"));
   if (!cJSON_IsNumber(sj) || sj->valueint < 0 || sj->valueint >= nshapes || !cJSON_IsNumber(tj) ||
       tj->valueint < 0 || tj->valueint >= 1000)
-    return ev_fail(e, "error", "verify",
+    return wk_fail(e, "error", "verify",
                    "request: shape must index shapes (0 to %d) and trial be 0 to 999", nshapes - 1);
   *shape = sj->valueint;
   *trial = tj->valueint;
@@ -63,8 +63,8 @@ static int parse_target(ev *e, int *shape, int *trial) {
 cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *nout, int *fatal) {
   *nout = 0;
   *fatal = 0;
-  ev *e = calloc(1, sizeof *e);
-  ev_shape *s = calloc(1, sizeof *s);
+  wk_eval *e = calloc(1, sizeof *e);
+  wk_shape *s = calloc(1, sizeof *s);
   cJSON *res = NULL;
   if (!e || !s) {
     free(e);
@@ -75,24 +75,24 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
   e->req = req;
   e->cur_stage = "verify";
   int shape = 0, trial = 0;
-  if (parse_target(e, &shape, &trial) == 0 && ev_shape_setup(e, s, shape) == 0 &&
-      ev_gen_inputs(e, s, trial) == 0) {
+  if (parse_target(e, &shape, &trial) == 0 && wk_shape_setup(e, s, shape) == 0 &&
+      wk_gen_inputs(e, s, trial) == 0) {
     CUresult r = DRV->cuStreamSynchronize(g->stream);
-    if (r) ev_cuda_fail(e, r, "drawing inputs");
+    if (r) wk_cuda_fail(e, r, "drawing inputs");
     res = cJSON_CreateObject();
     cJSON *names = cJSON_AddArrayToObject(res, "tensors");
     for (int i = 0; !e->verdict && i < e->ntensors && *nout < KEVO_PROTO_MAX_BLOBS; i++) {
       if (e->tensors[i].output) continue;
-      size_t bytes = s->t[i].numel * ev_dtype_size(e->tensors[i].dt);
+      size_t bytes = s->t[i].numel * wk_dtype_size(e->tensors[i].dt);
       void *p = malloc(bytes ? bytes : 1);
       if (!p) {
-        ev_fail(e, "error", "verify", "no host memory for input %s", e->tensors[i].name);
+        wk_fail(e, "error", "verify", "no host memory for input %s", e->tensors[i].name);
         break;
       }
       out[*nout] = (kevo_blob){p, bytes};
       ++*nout;
       r = DRV->cuMemcpyDtoH(p, s->t[i].ptr, bytes);
-      if (r) ev_cuda_fail(e, r, "copying inputs to the host");
+      if (r) wk_cuda_fail(e, r, "copying inputs to the host");
       cJSON_AddItemToArray(names, cJSON_CreateString(e->tensors[i].name));
     }
     cJSON_AddStringToObject(res, "label", s->label);
@@ -107,7 +107,7 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
   } else {
     cJSON_AddBoolToObject(res, "ok", 1);
   }
-  if (!e->crashed) ev_shape_teardown(e, s);
+  if (!e->crashed) wk_shape_teardown(e, s);
   *fatal = e->crashed;
   free(e);
   free(s);
@@ -116,8 +116,8 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
 
 cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs,
                               size_t nblobs) {
-  ev *e = calloc(1, sizeof *e);
-  ev_shape *s = calloc(1, sizeof *s);
+  wk_eval *e = calloc(1, sizeof *e);
+  wk_shape *s = calloc(1, sizeof *s);
   void **bufs = NULL;
   cJSON *res = NULL;
   if (!e || !s) {
@@ -131,7 +131,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
   int shape = 0, trial = 0;
   if (parse_target(e, &shape, &trial)) goto out;
   if (!e->external) {
-    ev_fail(e, "error", "verify", "request: put_reference needs shapes with reference.external");
+    wk_fail(e, "error", "verify", "request: put_reference needs shapes with reference.external");
     goto out;
   }
   shape_for_key(e, shape, s);
@@ -142,29 +142,29 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
     if (!e->tensors[i].output) continue;
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(numel, e->tensors[i].name);
     size_t want = cJSON_IsNumber(n) && n->valuedouble >= 0
-                      ? (size_t)n->valuedouble * ev_dtype_size(e->tensors[i].dt)
+                      ? (size_t)n->valuedouble * wk_dtype_size(e->tensors[i].dt)
                       : 0;
     if (k >= nblobs || blobs[k].size != want || !cJSON_IsNumber(n)) {
-      ev_fail(e, "error", "verify",
+      wk_fail(e, "error", "verify",
               "request: output %s of shape %s needs %zu bytes in blob %zu (%zu given, %zu blobs)",
               e->tensors[i].name, s->label, want, k, k < nblobs ? blobs[k].size : 0, nblobs);
       goto out;
     }
-    bufs[i] = ev_host_alloc(g, want ? want : 1); /* the cache releases what it holds so */
+    bufs[i] = wk_host_alloc(g, want ? want : 1); /* the cache releases what it holds so */
     if (!bufs[i]) break;
     memcpy(bufs[i], blobs[k].data, want);
     total += want;
     k++;
   }
   if (!bufs || k == 0 || k != nblobs) {
-    ev_fail(e, "error", "verify",
+    wk_fail(e, "error", "verify",
             bufs ? "request: %zu blobs given, one per output expected" : "no host memory (%zu)",
             nblobs);
     goto out;
   }
   char key[65];
-  ev_ref_key(e, s, trial, key);
-  ev_refcache_put(g->refs, key, bufs, (size_t)e->ntensors, total);
+  wk_ref_key(e, s, trial, key);
+  wk_refcache_put(g->refs, key, bufs, (size_t)e->ntensors, total);
   bufs = NULL;
   res = cJSON_CreateObject();
   cJSON_AddBoolToObject(res, "ok", 1);
@@ -174,7 +174,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
 out:
   if (bufs)
     for (int i = 0; i < e->ntensors; i++)
-      if (bufs[i]) ev_host_release(bufs[i], g);
+      if (bufs[i]) wk_host_release(bufs[i], g);
   free(bufs);
   if (!res) res = kevo_gpu_error_reply("E_PARSE", e->message);
   free(e);

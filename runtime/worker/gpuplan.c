@@ -13,7 +13,7 @@
 
 #define DRV (&e->g->drv)
 
-int ev_fail(ev *e, const char *verdict, const char *stage, const char *fmt, ...) {
+int wk_fail(wk_eval *e, const char *verdict, const char *stage, const char *fmt, ...) {
   if (e->verdict) return -1; /* the first failure is the one to report */
   e->verdict = verdict;
   e->stage = stage;
@@ -24,20 +24,20 @@ int ev_fail(ev *e, const char *verdict, const char *stage, const char *fmt, ...)
   return -1;
 }
 
-int ev_cuda_fail(ev *e, CUresult r, const char *what) {
+int wk_cuda_fail(wk_eval *e, CUresult r, const char *what) {
   if (cudrv_is_sticky(r)) {
     e->crashed = 1;
-    return ev_fail(e, "crash", e->cur_stage, "%s: %s: the CUDA context is lost (%s)", what,
+    return wk_fail(e, "crash", e->cur_stage, "%s: %s: the CUDA context is lost (%s)", what,
                    cudrv_errname(DRV, r), cudrv_errstr(DRV, r));
   }
-  return ev_fail(e, "error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
+  return wk_fail(e, "error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
                  cudrv_errstr(DRV, r));
 }
 
 /* A candidate's failure: launch_error, or crash when the context is gone. */
-static int cand_fail(ev *e, CUresult r, const char *what) {
-  if (cudrv_is_sticky(r)) return ev_cuda_fail(e, r, what);
-  return ev_fail(e, "launch_error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
+static int cand_fail(wk_eval *e, CUresult r, const char *what) {
+  if (cudrv_is_sticky(r)) return wk_cuda_fail(e, r, what);
+  return wk_fail(e, "launch_error", e->cur_stage, "%s: %s: %s", what, cudrv_errname(DRV, r),
                  cudrv_errstr(DRV, r));
 }
 
@@ -59,24 +59,24 @@ static int int_field(const cJSON *o, const char *k, double lo, double hi, double
 
 /* ---- request ---------------------------------------------------------------------------- */
 
-static int parse_tensors(ev *e) {
+static int parse_tensors(wk_eval *e) {
   const cJSON *ts = field(e->req, "tensors");
-  if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 1 || cJSON_GetArraySize(ts) > EV_MAX_TENSORS)
-    return ev_fail(e, "error", "verify", "request: tensors must be an array of 1 to %d",
-                   EV_MAX_TENSORS);
+  if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) < 1 || cJSON_GetArraySize(ts) > WK_MAX_TENSORS)
+    return wk_fail(e, "error", "verify", "request: tensors must be an array of 1 to %d",
+                   WK_MAX_TENSORS);
   const cJSON *t;
   cJSON_ArrayForEach(t, ts) {
-    ev_tensor *x = &e->tensors[e->ntensors];
+    wk_tensor *x = &e->tensors[e->ntensors];
     const cJSON *name = field(t, "name"), *role = field(t, "role"), *init = field(t, "init");
-    if (!cJSON_IsString(name) || strlen(name->valuestring) >= EV_NAME)
-      return ev_fail(e, "error", "verify", "request: tensors[%d].name is missing", e->ntensors);
+    if (!cJSON_IsString(name) || strlen(name->valuestring) >= WK_NAME)
+      return wk_fail(e, "error", "verify", "request: tensors[%d].name is missing", e->ntensors);
     snprintf(x->name, sizeof x->name, "%s", name->valuestring);
-    x->dt = ev_dtype_parse(cJSON_GetStringValue(field(t, "dtype")));
+    x->dt = wk_dtype_parse(cJSON_GetStringValue(field(t, "dtype")));
     if (x->dt < 0)
-      return ev_fail(e, "error", "verify", "request: tensor %s has an unknown dtype", x->name);
+      return wk_fail(e, "error", "verify", "request: tensor %s has an unknown dtype", x->name);
     if (!cJSON_IsString(role) ||
         (strcmp(role->valuestring, "input") && strcmp(role->valuestring, "output")))
-      return ev_fail(e, "error", "verify", "request: tensor %s: role must be input or output",
+      return wk_fail(e, "error", "verify", "request: tensor %s: role must be input or output",
                      x->name);
     x->output = !strcmp(role->valuestring, "output");
     const char *kind = cJSON_GetStringValue(field(init, "kind"));
@@ -87,23 +87,23 @@ static int parse_tensors(ev *e) {
     else if (kind && !strcmp(kind, "randint"))
       x->kind = DK_RANDINT, x->a = 0, x->b = 100;
     else if (kind && strcmp(kind, "normal"))
-      return ev_fail(e, "error", "verify", "request: tensor %s: unknown init kind '%s'", x->name,
+      return wk_fail(e, "error", "verify", "request: tensor %s: unknown init kind '%s'", x->name,
                      kind);
     if (int_field(init, "a", -1e300, 1e300, x->a, &x->a) ||
         int_field(init, "b", -1e300, 1e300, x->b, &x->b))
-      return ev_fail(e, "error", "verify", "request: tensor %s: init.a/b must be numbers", x->name);
+      return wk_fail(e, "error", "verify", "request: tensor %s: init.a/b must be numbers", x->name);
     e->ntensors++;
   }
   return 0;
 }
 
-static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
+static int load_modules(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
   const cJSON *ms = field(e->req, "modules"), *m;
   if (e->no_modules) ms = NULL; /* inputs, put_reference: the hash of no reference module */
   if (!e->no_modules &&
-      (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1 || cJSON_GetArraySize(ms) > EV_MAX_MODULES))
-    return ev_fail(e, "error", "verify", "request: modules must be an array of 1 to %d",
-                   EV_MAX_MODULES);
+      (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) < 1 || cJSON_GetArraySize(ms) > WK_MAX_MODULES))
+    return wk_fail(e, "error", "verify", "request: modules must be an array of 1 to %d",
+                   WK_MAX_MODULES);
   kevo_sha256 h;
   kevo_sha256_init(&h);
   cJSON_ArrayForEach(m, ms) {
@@ -112,17 +112,17 @@ static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
     const char *role = cJSON_GetStringValue(field(m, "role"));
     if (!cJSON_IsNumber(b) || b->valueint < 0 || (size_t)b->valueint >= nblobs || !role ||
         (strcmp(role, "candidate") && strcmp(role, "reference")))
-      return ev_fail(e, "error", "verify", "request: modules[%d] needs a blob index and a role", i);
+      return wk_fail(e, "error", "verify", "request: modules[%d] needs a blob index and a role", i);
     e->module_is_ref[i] = !strcmp(role, "reference");
     if (e->external && e->module_is_ref[i])
-      return ev_fail(e, "error", "verify",
+      return wk_fail(e, "error", "verify",
                      "request: an external reference takes no reference module (modules[%d])", i);
     const kevo_blob *cubin = &blobs[b->valueint];
     CUresult r = DRV->cuModuleLoadData(&e->modules[i], cubin->data);
     if (r != CUDA_SUCCESS) {
       e->modules[i] = NULL;
-      if (cudrv_is_sticky(r)) return ev_cuda_fail(e, r, "loading a module");
-      return ev_fail(e, e->module_is_ref[i] ? "error" : "launch_error", "verify",
+      if (cudrv_is_sticky(r)) return wk_cuda_fail(e, r, "loading a module");
+      return wk_fail(e, e->module_is_ref[i] ? "error" : "launch_error", "verify",
                      "cannot load the %s's cubin (module %d): %s: %s", role, i,
                      cudrv_errname(DRV, r), cudrv_errstr(DRV, r));
     }
@@ -133,16 +133,16 @@ static int load_modules(ev *e, const kevo_blob *blobs, size_t nblobs) {
   return 0;
 }
 
-int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs) {
+int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
   const cJSON *v = field(e->req, "verify"), *sh = field(e->req, "shapes");
   double trials, seed;
   if (int_field(v, "trials", 1, 1000, 5, &trials) || int_field(v, "seed", 0, 9e15, 1, &seed))
-    return ev_fail(e, "error", "verify", "request: verify.trials/seed out of range");
+    return wk_fail(e, "error", "verify", "request: verify.trials/seed out of range");
   e->trials = trials < 5 ? 5 : (int)trials; /* design.md: at least 5 */
   e->seed = (uint64_t)seed;
-  if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > EV_MAX_SHAPES)
-    return ev_fail(e, "error", "verify", "request: shapes must be an array of 1 to %d",
-                   EV_MAX_SHAPES);
+  if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > WK_MAX_SHAPES)
+    return wk_fail(e, "error", "verify", "request: shapes must be an array of 1 to %d",
+                   WK_MAX_SHAPES);
   /* reference: {"external": key} on every shape: the outputs come from put_reference */
   const cJSON *shape;
   int ext = 0, n = 0;
@@ -151,14 +151,14 @@ int ev_parse(ev *e, const kevo_blob *blobs, size_t nblobs) {
     n++;
   }
   if (ext && ext != n)
-    return ev_fail(e, "error", "verify",
+    return wk_fail(e, "error", "verify",
                    "request: an external reference must be external on every shape");
   e->external = ext > 0;
   if (parse_tensors(e)) return -1;
   return load_modules(e, blobs, nblobs);
 }
 
-void ev_unload(ev *e) {
+void wk_unload(wk_eval *e) {
   for (int i = 0; i < e->nmodules; i++)
     if (e->modules[i]) DRV->cuModuleUnload(e->modules[i]);
   e->nmodules = 0;
@@ -170,7 +170,7 @@ static size_t round256(size_t n) {
   return n ? (n + 255) / 256 * 256 : 256;
 }
 
-static int alloc_buf(ev *e, ev_buf *b, size_t bytes, const char *what, int cand) {
+static int alloc_buf(wk_eval *e, wk_buf *b, size_t bytes, const char *what, int cand) {
   b->bytes = round256(bytes);
   CUresult r = DRV->cuMemAlloc(&b->ptr, b->bytes);
   if (r == CUDA_SUCCESS) r = DRV->cuMemsetD8Async(b->ptr, 0, b->bytes, e->g->stream);
@@ -178,7 +178,7 @@ static int alloc_buf(ev *e, ev_buf *b, size_t bytes, const char *what, int cand)
   b->ptr = 0;
   char msg[512];
   snprintf(msg, sizeof msg, "allocating %s (%zu bytes)", what, bytes);
-  return cand ? cand_fail(e, r, msg) : ev_cuda_fail(e, r, msg);
+  return cand ? cand_fail(e, r, msg) : wk_cuda_fail(e, r, msg);
 }
 
 static int dims3(const cJSON *a, unsigned out[3]) {
@@ -192,7 +192,7 @@ static int dims3(const cJSON *a, unsigned out[3]) {
   return 0;
 }
 
-static ev_buf *find_buf(ev_shape *s, ev_plan *p, const char *name, int ntensors) {
+static wk_buf *find_buf(wk_shape *s, wk_plan *p, const char *name, int ntensors) {
   for (int i = 0; i < ntensors; i++)
     if (!strcmp(s->t[i].name, name)) return &s->t[i];
   for (int i = 0; i < p->nscratch; i++)
@@ -200,13 +200,13 @@ static ev_buf *find_buf(ev_shape *s, ev_plan *p, const char *name, int ntensors)
   return NULL;
 }
 
-static int set_arg(const cJSON *a, ev_arg *out, void **p, ev_shape *s, ev_plan *plan, int nt,
+static int set_arg(const cJSON *a, wk_arg *out, void **p, wk_shape *s, wk_plan *plan, int nt,
                    const char **why) {
   const cJSON *v = a->child;
   if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
   const char *k = v->string;
   if (!strcmp(k, "buf")) {
-    ev_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt) : NULL;
+    wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt) : NULL;
     if (!b) return *why = "an arg names no tensor or scratch buffer", -1;
     out->v.ptr = b->ptr;
   } else if (!strcmp(k, "null")) {
@@ -232,22 +232,22 @@ static int set_arg(const cJSON *a, ev_arg *out, void **p, ev_shape *s, ev_plan *
 }
 
 /* Resolves one plan of shape s: scratch buffers, functions, shared-memory opt-in, arguments. */
-static int prepare_plan(ev *e, ev_shape *s, const cJSON *pj, ev_plan *p, int cand) {
+static int prepare_plan(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand) {
   const char *who = cand ? "candidate" : "reference";
   const char *bad = cand ? "launch_error" : "error";
   const cJSON *scratch = field(pj, "scratch"), *ks = field(pj, "kernels"), *x;
-  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) < 1 || cJSON_GetArraySize(ks) > EV_MAX_KERNELS)
-    return ev_fail(e, bad, "verify", "%s plan of shape %s: kernels must be 1 to %d launches", who,
-                   s->label, EV_MAX_KERNELS);
-  if (scratch && (!cJSON_IsArray(scratch) || cJSON_GetArraySize(scratch) > EV_MAX_SCRATCH))
-    return ev_fail(e, bad, "verify", "%s plan: scratch must be an array of at most %d", who,
-                   EV_MAX_SCRATCH);
+  if (!cJSON_IsArray(ks) || cJSON_GetArraySize(ks) < 1 || cJSON_GetArraySize(ks) > WK_MAX_KERNELS)
+    return wk_fail(e, bad, "verify", "%s plan of shape %s: kernels must be 1 to %d launches", who,
+                   s->label, WK_MAX_KERNELS);
+  if (scratch && (!cJSON_IsArray(scratch) || cJSON_GetArraySize(scratch) > WK_MAX_SCRATCH))
+    return wk_fail(e, bad, "verify", "%s plan: scratch must be an array of at most %d", who,
+                   WK_MAX_SCRATCH);
   cJSON_ArrayForEach(x, scratch) {
-    ev_buf *b = &p->scratch[p->nscratch];
+    wk_buf *b = &p->scratch[p->nscratch];
     const char *name = cJSON_GetStringValue(field(x, "name"));
     double bytes;
-    if (!name || strlen(name) >= EV_NAME || int_field(x, "bytes", 0, 1e14, -1, &bytes) || bytes < 0)
-      return ev_fail(e, bad, "verify", "%s plan: scratch[%d] needs a name and bytes", who,
+    if (!name || strlen(name) >= WK_NAME || int_field(x, "bytes", 0, 1e14, -1, &bytes) || bytes < 0)
+      return wk_fail(e, bad, "verify", "%s plan: scratch[%d] needs a name and bytes", who,
                      p->nscratch);
     snprintf(b->name, sizeof b->name, "%s", name);
     b->zero = cJSON_IsTrue(field(x, "zero"));
@@ -257,27 +257,27 @@ static int prepare_plan(ev *e, ev_shape *s, const cJSON *pj, ev_plan *p, int can
     p->nscratch++;
   }
   cJSON_ArrayForEach(x, ks) {
-    ev_launch *l = &p->k[p->nk];
+    wk_launch *l = &p->k[p->nk];
     const cJSON *mod = field(x, "module"), *args = field(x, "args"), *a;
     const char *name = cJSON_GetStringValue(field(x, "name"));
     double shared;
     int mi = cJSON_IsNumber(mod) ? mod->valueint : -1;
     if (mi < 0 || mi >= e->nmodules || e->module_is_ref[mi] == cand)
-      return ev_fail(e, bad, "verify", "%s plan: kernels[%d].module is not a %s module", who, p->nk,
+      return wk_fail(e, bad, "verify", "%s plan: kernels[%d].module is not a %s module", who, p->nk,
                      who);
-    if (!name || strlen(name) >= EV_NAME)
-      return ev_fail(e, bad, "verify", "%s plan: kernels[%d] has no name", who, p->nk);
+    if (!name || strlen(name) >= WK_NAME)
+      return wk_fail(e, bad, "verify", "%s plan: kernels[%d] has no name", who, p->nk);
     snprintf(l->name, sizeof l->name, "%s", name);
     if (dims3(field(x, "grid"), l->grid) || dims3(field(x, "block"), l->block) ||
         int_field(x, "shared", 0, 4294967295.0, 0, &shared))
-      return ev_fail(e, bad, "verify", "%s kernel %s: grid/block must be 1-3 positive integers",
+      return wk_fail(e, bad, "verify", "%s kernel %s: grid/block must be 1-3 positive integers",
                      who, name);
     l->shared = (unsigned)shared;
     CUresult r = DRV->cuModuleGetFunction(&l->fn, e->modules[mi], name);
     if (r == CUDA_ERROR_NOT_FOUND)
-      return ev_fail(e, bad, "verify",
+      return wk_fail(e, bad, "verify",
                      "the %s's cubin has no kernel named '%s' (is it extern \"C\"?)", who, name);
-    if (r) return cand ? cand_fail(e, r, name) : ev_cuda_fail(e, r, name);
+    if (r) return cand ? cand_fail(e, r, name) : wk_cuda_fail(e, r, name);
     if (l->shared > 48 * 1024) {
       r = DRV->cuFuncSetAttribute(l->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                   (int)l->shared);
@@ -285,16 +285,16 @@ static int prepare_plan(ev *e, ev_shape *s, const cJSON *pj, ev_plan *p, int can
         char what[512];
         snprintf(what, sizeof what, "kernel %s asks for %u bytes of dynamic shared memory", name,
                  l->shared);
-        return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+        return cand ? cand_fail(e, r, what) : wk_cuda_fail(e, r, what);
       }
     }
-    if (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > EV_MAX_ARGS)
-      return ev_fail(e, bad, "verify", "%s kernel %s: args must be an array of at most %d", who,
-                     name, EV_MAX_ARGS);
+    if (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > WK_MAX_ARGS)
+      return wk_fail(e, bad, "verify", "%s kernel %s: args must be an array of at most %d", who,
+                     name, WK_MAX_ARGS);
     cJSON_ArrayForEach(a, args) {
       const char *why = NULL;
       if (set_arg(a, &l->args[l->nargs], &l->argp[l->nargs], s, p, e->ntensors, &why))
-        return ev_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
+        return wk_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
       l->nargs++;
     }
     p->nk++;
@@ -302,7 +302,7 @@ static int prepare_plan(ev *e, ev_shape *s, const cJSON *pj, ev_plan *p, int can
   return 0;
 }
 
-int ev_shape_setup(ev *e, ev_shape *s, int index) {
+int wk_shape_setup(wk_eval *e, wk_shape *s, int index) {
   const cJSON *spec = cJSON_GetArrayItem(field(e->req, "shapes"), index);
   s->index = index;
   s->spec = spec;
@@ -310,22 +310,22 @@ int ev_shape_setup(ev *e, ev_shape *s, int index) {
   snprintf(s->label, sizeof s->label, "%s", label ? label : "?");
   const cJSON *numel = field(spec, "numel"), *dims = field(spec, "dims");
   for (int i = 0; i < e->ntensors; i++) {
-    ev_tensor *t = &e->tensors[i];
+    wk_tensor *t = &e->tensors[i];
     const cJSON *n = field(numel, t->name), *d = field(dims, t->name);
     if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > 1e13)
-      return ev_fail(e, "error", "verify", "request: shape %s gives no numel for tensor %s",
+      return wk_fail(e, "error", "verify", "request: shape %s gives no numel for tensor %s",
                      s->label, t->name);
     snprintf(s->t[i].name, sizeof s->t[i].name, "%s", t->name);
     s->t[i].numel = (uint64_t)n->valuedouble;
     s->rank[i] = 0;
-    if (cJSON_IsArray(d) && cJSON_GetArraySize(d) <= EV_MAX_RANK)
+    if (cJSON_IsArray(d) && cJSON_GetArraySize(d) <= WK_MAX_RANK)
       for (const cJSON *x = d->child; x; x = x->next)
         s->dims[i][s->rank[i]++] = (int64_t)x->valuedouble;
     if (t->output && e->no_modules) continue; /* inputs op: no outputs needed */
     char what[256];
     snprintf(what, sizeof what, "tensor %s", t->name);
-    size_t bytes = s->t[i].numel * ev_dtype_size(t->dt);
-    /* outputs get a guard band of at least 256 bytes past their end (see ev_guard_sums) */
+    size_t bytes = s->t[i].numel * wk_dtype_size(t->dt);
+    /* outputs get a guard band of at least 256 bytes past their end (see wk_guard_sums) */
     size_t alloc = t->output ? bytes + 256 : bytes;
     if (alloc_buf(e, &s->t[i], alloc, what, 0)) return -1;
     if (t->output) {
@@ -338,24 +338,24 @@ int ev_shape_setup(ev *e, ev_shape *s, int index) {
   return prepare_plan(e, s, field(spec, "candidate"), &s->cand, 1);
 }
 
-void ev_shape_teardown(ev *e, ev_shape *s) {
-  ev_buf *all[] = {s->t, s->snap, s->cand.scratch, s->ref.scratch};
-  int counts[] = {EV_MAX_TENSORS, EV_MAX_TENSORS, EV_MAX_SCRATCH, EV_MAX_SCRATCH};
+void wk_shape_teardown(wk_eval *e, wk_shape *s) {
+  wk_buf *all[] = {s->t, s->snap, s->cand.scratch, s->ref.scratch};
+  int counts[] = {WK_MAX_TENSORS, WK_MAX_TENSORS, WK_MAX_SCRATCH, WK_MAX_SCRATCH};
   for (int j = 0; j < 4; j++)
     for (int i = 0; i < counts[j]; i++)
       if (all[j][i].ptr) DRV->cuMemFree(all[j][i].ptr);
   memset(s, 0, sizeof *s);
 }
 
-int ev_plan_run(ev *e, ev_plan *p, int cand) {
+int wk_plan_run(wk_eval *e, wk_plan *p, int cand) {
   CUstream st = e->g->stream;
   for (int i = 0; i < p->nscratch; i++)
     if (p->scratch[i].zero) {
       CUresult r = DRV->cuMemsetD8Async(p->scratch[i].ptr, 0, p->scratch[i].bytes, st);
-      if (r) return ev_cuda_fail(e, r, "zeroing a scratch buffer");
+      if (r) return wk_cuda_fail(e, r, "zeroing a scratch buffer");
     }
   for (int i = 0; i < p->nk; i++) {
-    ev_launch *l = &p->k[i];
+    wk_launch *l = &p->k[i];
     CUresult r = DRV->cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
                                      l->block[1], l->block[2], l->shared, st, l->argp, NULL);
     if (r) {
@@ -363,24 +363,24 @@ int ev_plan_run(ev *e, ev_plan *p, int cand) {
       snprintf(what, sizeof what, "launching %s kernel %s (grid %u,%u,%u block %u,%u,%u shared %u)",
                cand ? "candidate" : "reference", l->name, l->grid[0], l->grid[1], l->grid[2],
                l->block[0], l->block[1], l->block[2], l->shared);
-      return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+      return cand ? cand_fail(e, r, what) : wk_cuda_fail(e, r, what);
     }
   }
   return 0;
 }
 
-int ev_plan_sync(ev *e, int cand, const char *what) {
+int wk_plan_sync(wk_eval *e, int cand, const char *what) {
   CUresult r = DRV->cuStreamSynchronize(e->g->stream);
   if (!r) return 0;
-  return cand ? cand_fail(e, r, what) : ev_cuda_fail(e, r, what);
+  return cand ? cand_fail(e, r, what) : wk_cuda_fail(e, r, what);
 }
 
-int ev_poison_outputs(ev *e, ev_shape *s, const uint64_t *pattern) {
+int wk_poison_outputs(wk_eval *e, wk_shape *s, const uint64_t *pattern) {
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
     CUresult r = devk_pattern(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes,
                               pattern[e->tensors[i].dt]);
-    if (r) return ev_cuda_fail(e, r, "poisoning outputs");
+    if (r) return wk_cuda_fail(e, r, "poisoning outputs");
   }
   return 0;
 }

@@ -26,7 +26,7 @@ typedef struct ref_entry {
   unsigned long long used; /* LRU tick */
 } ref_entry;
 
-struct ev_refcache {
+struct wk_refcache {
   ref_entry e[REFCACHE_MAX];
   int n;
   size_t bytes, cap;
@@ -35,18 +35,18 @@ struct ev_refcache {
   void *ud;
 };
 
-void ev_refcache_set_release(ev_refcache *c, void (*release)(void *buf, void *ud), void *ud) {
+void wk_refcache_set_release(wk_refcache *c, void (*release)(void *buf, void *ud), void *ud) {
   c->release = release;
   c->ud = ud;
 }
 
-ev_refcache *ev_refcache_new(size_t cap_bytes) {
-  ev_refcache *c = calloc(1, sizeof *c);
+wk_refcache *wk_refcache_new(size_t cap_bytes) {
+  wk_refcache *c = calloc(1, sizeof *c);
   if (c) c->cap = cap_bytes;
   return c;
 }
 
-static void entry_drop(ev_refcache *c, int i) {
+static void entry_drop(wk_refcache *c, int i) {
   for (size_t j = 0; j < c->e[i].n; j++)
     if (c->release && c->e[i].bufs[j])
       c->release(c->e[i].bufs[j], c->ud);
@@ -57,14 +57,14 @@ static void entry_drop(ev_refcache *c, int i) {
   c->e[i] = c->e[--c->n];
 }
 
-void ev_refcache_free(ev_refcache *c) {
+void wk_refcache_free(wk_refcache *c) {
   if (!c) return;
   while (c->n)
     entry_drop(c, c->n - 1);
   free(c);
 }
 
-void **ev_refcache_get(ev_refcache *c, const char key[65]) {
+void **wk_refcache_get(wk_refcache *c, const char key[65]) {
   for (int i = 0; i < c->n; i++)
     if (!strcmp(c->e[i].key, key)) {
       c->e[i].used = ++c->tick;
@@ -73,7 +73,7 @@ void **ev_refcache_get(ev_refcache *c, const char key[65]) {
   return NULL;
 }
 
-void ev_refcache_put(ev_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes) {
+void wk_refcache_put(wk_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes) {
   for (int i = 0; i < c->n; i++)
     if (!strcmp(c->e[i].key, key)) entry_drop(c, i);
   /* evict the least recently used until the new entry fits (or nothing else is left) */
@@ -98,7 +98,7 @@ void ev_refcache_put(ev_refcache *c, const char key[65], void **bufs, size_t n, 
  * the data says which, so the release knows. */
 enum { HOST_HDR = 64 };
 
-void *ev_host_alloc(kevo_gpu *g, size_t bytes) {
+void *wk_host_alloc(kevo_gpu *g, size_t bytes) {
   unsigned char *p = NULL;
   if (g->drv.cuMemHostAlloc((void **)&p, bytes + HOST_HDR, 0) == CUDA_SUCCESS && p) {
     p[0] = 1;
@@ -110,7 +110,7 @@ void *ev_host_alloc(kevo_gpu *g, size_t bytes) {
   return p + HOST_HDR;
 }
 
-void ev_host_release(void *buf, void *ud) {
+void wk_host_release(void *buf, void *ud) {
   kevo_gpu *g = ud;
   unsigned char *p = (unsigned char *)buf - HOST_HDR;
   if (p[0] == 1)
@@ -130,7 +130,7 @@ static uint64_t mix64(uint64_t z) {
 
 /* The generator key of one input: depends on (seed, shape label, trial, tensor name) only, so
  * the same trial of the same shape gets the same inputs in every evaluation of a run. */
-static uint64_t input_key(ev *e, ev_shape *s, int trial, int tensor) {
+static uint64_t input_key(wk_eval *e, wk_shape *s, int trial, int tensor) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a over label and name */
   for (const char *p = s->label; *p; p++)
     h = (h ^ (unsigned char)*p) * 1099511628211ull;
@@ -140,9 +140,9 @@ static uint64_t input_key(ev *e, ev_shape *s, int trial, int tensor) {
   return mix64(mix64(e->seed) ^ mix64(h) ^ (uint64_t)trial * 0xD1B54A32D192ED03ull);
 }
 
-int ev_gen_inputs(ev *e, ev_shape *s, int trial) {
+int wk_gen_inputs(wk_eval *e, wk_shape *s, int trial) {
   for (int i = 0; i < e->ntensors; i++) {
-    ev_tensor *t = &e->tensors[i];
+    wk_tensor *t = &e->tensors[i];
     if (t->output) continue;
     /* the shape's own bounds when the request gives them (randint(0, C) must follow C) */
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(
@@ -153,7 +153,7 @@ int ev_gen_inputs(ev *e, ev_shape *s, int trial) {
     double b = cJSON_IsNumber(jb) ? jb->valuedouble : t->b;
     CUresult r = devk_fill(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].numel, t->dt,
                            input_key(e, s, trial, i), t->kind, a, b);
-    if (r) return ev_cuda_fail(e, r, "drawing inputs");
+    if (r) return wk_cuda_fail(e, r, "drawing inputs");
   }
   return 0;
 }
@@ -165,7 +165,7 @@ static void hash_json(kevo_sha256 *h, const cJSON *j) {
   free(text);
 }
 
-void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
+void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]) {
   kevo_sha256 h;
   kevo_sha256_init(&h);
   char head[128];
@@ -180,42 +180,42 @@ void ev_ref_key(ev *e, ev_shape *s, int trial, char out[65]) {
 }
 
 /* The reference's outputs for this trial (inputs already drawn), as host buffers. */
-static void **reference_outputs(ev *e, ev_shape *s, int trial) {
+static void **reference_outputs(wk_eval *e, wk_shape *s, int trial) {
   char key[65];
-  ev_ref_key(e, s, trial, key);
-  void **hit = ev_refcache_get(e->g->refs, key);
+  wk_ref_key(e, s, trial, key);
+  void **hit = wk_refcache_get(e->g->refs, key);
   if (hit) return hit;
   if (e->external) /* checked before the first trial; evicted since (cache too small) */
-    return ev_fail(e, "error", "verify",
+    return wk_fail(e, "error", "verify",
                    "E_NOREF: the external reference outputs of shape %s, trial %d are not in the "
                    "worker's cache (raise KEVO_WORKER_REF_CACHE_MB)",
                    s->label, trial + 1),
            NULL;
-  if (ev_poison_outputs(e, s, ev_poison_a) || ev_plan_run(e, &s->ref, 0) ||
-      ev_plan_sync(e, 0, "running the reference"))
+  if (wk_poison_outputs(e, s, wk_poison_a) || wk_plan_run(e, &s->ref, 0) ||
+      wk_plan_sync(e, 0, "running the reference"))
     return NULL;
   void **bufs = calloc((size_t)e->ntensors, sizeof *bufs);
   size_t total = 0;
-  if (!bufs) return ev_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
+  if (!bufs) return wk_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
-    size_t bytes = s->t[i].numel * ev_dtype_size(e->tensors[i].dt);
-    bufs[i] = ev_host_alloc(e->g, bytes ? bytes : 1);
+    size_t bytes = s->t[i].numel * wk_dtype_size(e->tensors[i].dt);
+    bufs[i] = wk_host_alloc(e->g, bytes ? bytes : 1);
     CUresult r = bufs[i] ? DRV->cuMemcpyDtoH(bufs[i], s->t[i].ptr, bytes) : CUDA_SUCCESS;
     if (!bufs[i] || r) {
       for (int j = 0; j <= i; j++)
-        if (bufs[j]) ev_host_release(bufs[j], e->g);
+        if (bufs[j]) wk_host_release(bufs[j], e->g);
       free(bufs);
-      if (r) return ev_cuda_fail(e, r, "copying reference outputs"), NULL;
-      return ev_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
+      if (r) return wk_cuda_fail(e, r, "copying reference outputs"), NULL;
+      return wk_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
     }
     total += bytes;
   }
-  ev_refcache_put(e->g->refs, key, bufs, (size_t)e->ntensors, total);
+  wk_refcache_put(e->g->refs, key, bufs, (size_t)e->ntensors, total);
   return bufs;
 }
 
-static int checksum_inputs(ev *e, ev_shape *s, uint64_t *sums) {
+static int checksum_inputs(wk_eval *e, wk_shape *s, uint64_t *sums) {
   CUdeviceptr word = e->g->stats + 128;
   for (int i = 0; i < e->ntensors; i++) {
     if (e->tensors[i].output) continue;
@@ -223,7 +223,7 @@ static int checksum_inputs(ev *e, ev_shape *s, uint64_t *sums) {
     if (!r) r = devk_checksum(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes, word);
     if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
     if (!r) r = DRV->cuMemcpyDtoH(&sums[i], word, 8);
-    if (r) return ev_cuda_fail(e, r, "checksumming inputs");
+    if (r) return wk_cuda_fail(e, r, "checksumming inputs");
   }
   return 0;
 }
@@ -231,20 +231,20 @@ static int checksum_inputs(ev *e, ev_shape *s, uint64_t *sums) {
 /* Fails (wrong) when the candidate wrote past the end of an output: each output buffer has a
  * guard band of 256 bytes or more after its last element, filled by the poisoning with the
  * pattern's bytes, which must all still be there after a run. */
-static int guard_intact(ev *e, ev_shape *s, const uint64_t *pattern, const char *stage) {
+static int guard_intact(wk_eval *e, wk_shape *s, const uint64_t *pattern, const char *stage) {
   CUdeviceptr word = e->g->stats + 128;
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
-    uint64_t end = s->t[i].numel * ev_dtype_size(e->tensors[i].dt), bad = 0;
+    uint64_t end = s->t[i].numel * wk_dtype_size(e->tensors[i].dt), bad = 0;
     CUresult r = DRV->cuMemsetD32Async(word, 0, 2, e->g->stream);
     if (!r)
       r = devk_guard(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, end, s->t[i].bytes,
                      pattern[e->tensors[i].dt], word);
     if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
     if (!r) r = DRV->cuMemcpyDtoH(&bad, word, 8);
-    if (r) return ev_cuda_fail(e, r, "checking output guard bands");
+    if (r) return wk_cuda_fail(e, r, "checking output guard bands");
     if (bad)
-      return ev_fail(e, "wrong", stage,
+      return wk_fail(e, "wrong", stage,
                      "the candidate wrote past the end of output %s (%llu elements; %llu bytes "
                      "of the guard band after it changed; shape %s)",
                      e->tensors[i].name, (unsigned long long)s->t[i].numel, (unsigned long long)bad,
@@ -254,20 +254,20 @@ static int guard_intact(ev *e, ev_shape *s, const uint64_t *pattern, const char 
 }
 
 /* Runs the candidate once on outputs poisoned with `pattern`, then checks the guard bands. */
-static int run_candidate(ev *e, ev_shape *s, const uint64_t *pattern, const char *what,
+static int run_candidate(wk_eval *e, wk_shape *s, const uint64_t *pattern, const char *what,
                          const char *stage) {
-  if (ev_poison_outputs(e, s, pattern) || ev_plan_run(e, &s->cand, 1) || ev_plan_sync(e, 1, what))
+  if (wk_poison_outputs(e, s, pattern) || wk_plan_run(e, &s->cand, 1) || wk_plan_sync(e, 1, what))
     return -1;
   return guard_intact(e, s, pattern, stage);
 }
 
-static int inputs_unchanged(ev *e, ev_shape *s, const uint64_t *before, int trial,
+static int inputs_unchanged(wk_eval *e, wk_shape *s, const uint64_t *before, int trial,
                             const char *run) {
-  uint64_t after[EV_MAX_TENSORS] = {0};
+  uint64_t after[WK_MAX_TENSORS] = {0};
   if (checksum_inputs(e, s, after)) return -1;
   for (int i = 0; i < e->ntensors; i++)
     if (!e->tensors[i].output && after[i] != before[i])
-      return ev_fail(e, "input_modified", "verify",
+      return wk_fail(e, "input_modified", "verify",
                      "the candidate wrote to input %s during its %s run (shape %s, trial %d)",
                      e->tensors[i].name, run, s->label, trial + 1);
   return 0;
@@ -322,7 +322,7 @@ static double elem_to_double(const void *p, int dt) {
   }
 }
 
-static void tolerance(ev *e, int dt, double *atol, double *rtol) {
+static void tolerance(wk_eval *e, int dt, double *atol, double *rtol) {
   static const double dflt[DK_COUNT][2] = {[DK_F32] = {1e-5, 1e-5},
                                            [DK_F16] = {1e-3, 1e-3},
                                            [DK_BF16] = {1e-2, 1e-2},
@@ -331,7 +331,7 @@ static void tolerance(ev *e, int dt, double *atol, double *rtol) {
   *rtol = dflt[dt][1];
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(e->req, "verify");
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(v, "tolerance"), ev_dtype_name(dt));
+      cJSON_GetObjectItemCaseSensitive(v, "tolerance"), wk_dtype_name(dt));
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(t, "atol");
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "rtol");
   if (cJSON_IsNumber(a) && a->valuedouble >= 0) *atol = a->valuedouble;
@@ -340,13 +340,13 @@ static void tolerance(ev *e, int dt, double *atol, double *rtol) {
 }
 
 /* Records element `flat` of output i as the worst one (reads the actual value back). */
-static int set_worst(ev *e, ev_shape *s, int i, const void *expected, uint64_t flat) {
+static int set_worst(wk_eval *e, wk_shape *s, int i, const void *expected, uint64_t flat) {
   int dt = e->tensors[i].dt;
-  size_t esz = ev_dtype_size(dt);
+  size_t esz = wk_dtype_size(dt);
   unsigned char act[8] = {0};
   CUresult r = DRV->cuMemcpyDtoH(act, s->t[i].ptr + flat * esz, esz);
-  if (r) return ev_cuda_fail(e, r, "reading an output element");
-  ev_worst *w = &e->worst;
+  if (r) return wk_cuda_fail(e, r, "reading an output element");
+  wk_worst *w = &e->worst;
   w->have = 1;
   snprintf(w->shape, sizeof w->shape, "%s", s->label);
   snprintf(w->tensor, sizeof w->tensor, "%s", e->tensors[i].name);
@@ -369,15 +369,15 @@ static int set_worst(ev *e, ev_shape *s, int i, const void *expected, uint64_t f
  * (poisoned with pa) and the reference ref. With snapshot == 0 the outputs stand for both
  * runs (pa == pb): one run's unwritten elements and mismatches are judged. After the timing
  * loop (stage "bench") every failure is the verdict wrong. */
-static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, const uint64_t *pb,
-                           int snapshot, const char *stage, int trial) {
-  devk_stats st[EV_MAX_TENSORS];
+static int compare_outputs(wk_eval *e, wk_shape *s, void **ref, const uint64_t *pa,
+                           const uint64_t *pb, int snapshot, const char *stage, int trial) {
+  devk_stats st[WK_MAX_TENSORS];
   memset(st, 0, sizeof st);
   int bench = !strcmp(stage, "bench");
   for (int i = 0; i < e->ntensors; i++) {
-    ev_tensor *t = &e->tensors[i];
+    wk_tensor *t = &e->tensors[i];
     if (!t->output) continue;
-    size_t bytes = s->t[i].numel * ev_dtype_size(t->dt);
+    size_t bytes = s->t[i].numel * wk_dtype_size(t->dt);
     CUdeviceptr exp = 0;
     CUresult r = DRV->cuMemAlloc(&exp, s->t[i].bytes);
     if (!r) r = DRV->cuMemcpyHtoD(exp, ref[i], bytes);
@@ -396,7 +396,7 @@ static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, c
     if (exp && !r) r = DRV->cuMemsetD8Async(exp, 0, s->t[i].bytes, e->g->stream);
     if (exp && !r) r = DRV->cuStreamSynchronize(e->g->stream);
     if (exp) DRV->cuMemFree(exp);
-    if (r) return ev_cuda_fail(e, r, "comparing outputs");
+    if (r) return wk_cuda_fail(e, r, "comparing outputs");
     e->mismatches += st[i].mismatches;
   }
   const char *pre = bench ? "after the timing loop, " : "";
@@ -405,7 +405,7 @@ static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, c
   for (int i = 0; i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].unwritten) {
       if (set_worst(e, s, i, ref[i], st[i].first_unwritten)) return -1;
-      return ev_fail(e, bench ? "wrong" : "unwritten", stage,
+      return wk_fail(e, bench ? "wrong" : "unwritten", stage,
                      "%s%llu of %llu elements of %s were never written (first at flat index "
                      "%llu; %s)",
                      pre, (unsigned long long)st[i].unwritten, (unsigned long long)s->t[i].numel,
@@ -414,7 +414,7 @@ static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, c
   for (int i = 0; snapshot && i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].nondet) {
       if (set_worst(e, s, i, ref[i], st[i].first_nondet)) return -1;
-      return ev_fail(e, "nondeterministic", stage,
+      return wk_fail(e, "nondeterministic", stage,
                      "two runs on the same inputs differ in %llu of %llu elements of %s (first "
                      "at flat index %llu; %s)",
                      (unsigned long long)st[i].nondet, (unsigned long long)s->t[i].numel,
@@ -432,8 +432,8 @@ static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, c
   for (int i = 0; i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].mismatches) {
       if (i != worst_i && set_worst(e, s, i, ref[i], st[i].worst_index)) return -1;
-      ev_worst *w = &e->worst;
-      return ev_fail(e, "wrong", stage,
+      wk_worst *w = &e->worst;
+      return wk_fail(e, "wrong", stage,
                      "%s%llu of %llu elements of %s differ from the reference (%llu NaN); worst "
                      "at flat index %llu: expected %.9g, got %.9g (%s)",
                      pre, (unsigned long long)st[i].mismatches, (unsigned long long)s->t[i].numel,
@@ -443,37 +443,37 @@ static int compare_outputs(ev *e, ev_shape *s, void **ref, const uint64_t *pa, c
   return 0;
 }
 
-static int snapshot_outputs(ev *e, ev_shape *s) {
+static int snapshot_outputs(wk_eval *e, wk_shape *s) {
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
     CUresult r = DRV->cuMemcpyDtoDAsync(s->snap[i].ptr, s->t[i].ptr, s->t[i].bytes, e->g->stream);
-    if (r) return ev_cuda_fail(e, r, "copying the first run's outputs");
+    if (r) return wk_cuda_fail(e, r, "copying the first run's outputs");
   }
   return 0;
 }
 
-int ev_verify_shape(ev *e, ev_shape *s) {
+int wk_verify_shape(wk_eval *e, wk_shape *s) {
   for (int trial = 0; trial < e->trials; trial++) {
-    uint64_t before[EV_MAX_TENSORS] = {0};
-    if (ev_gen_inputs(e, s, trial)) return -1;
+    uint64_t before[WK_MAX_TENSORS] = {0};
+    if (wk_gen_inputs(e, s, trial)) return -1;
     void **ref = reference_outputs(e, s, trial);
     if (!ref) return -1;
     if (checksum_inputs(e, s, before)) return -1;
-    if (run_candidate(e, s, ev_poison_a, "running the candidate", "verify")) return -1;
+    if (run_candidate(e, s, wk_poison_a, "running the candidate", "verify")) return -1;
     if (inputs_unchanged(e, s, before, trial, "first") || snapshot_outputs(e, s)) return -1;
-    if (run_candidate(e, s, ev_poison_b, "running the candidate again", "verify")) return -1;
+    if (run_candidate(e, s, wk_poison_b, "running the candidate again", "verify")) return -1;
     if (inputs_unchanged(e, s, before, trial, "second")) return -1;
-    if (compare_outputs(e, s, ref, ev_poison_a, ev_poison_b, 1, "verify", trial)) return -1;
+    if (compare_outputs(e, s, ref, wk_poison_a, wk_poison_b, 1, "verify", trial)) return -1;
     e->trials_done++;
   }
   return 0;
 }
 
-int ev_recheck(ev *e, ev_shape *s, const char *stage) {
+int wk_recheck(wk_eval *e, wk_shape *s, const char *stage) {
   int trial = e->trials - 1;
   void **ref = reference_outputs(e, s, trial); /* cached by the trial loop */
   if (!ref) return -1;
-  if (run_candidate(e, s, ev_poison_a, "running the candidate after the timing loop", stage))
+  if (run_candidate(e, s, wk_poison_a, "running the candidate after the timing loop", stage))
     return -1;
-  return compare_outputs(e, s, ref, ev_poison_a, ev_poison_a, 0, stage, trial);
+  return compare_outputs(e, s, ref, wk_poison_a, wk_poison_a, 0, stage, trial);
 }

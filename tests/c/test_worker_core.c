@@ -26,21 +26,21 @@ int main(void) {
   CHECK(devk_compile(8, 0, &cubin, &size, &err) == KEVO_OK);
   free(cubin);
 
-  ev_refcache *c = ev_refcache_new(300);
+  wk_refcache *c = wk_refcache_new(300);
   const char k1[65] = "a", k2[65] = "b", k3[65] = "c";
-  ev_refcache_put(c, k1, bufs(1), 1, 100);
-  ev_refcache_put(c, k2, bufs(2), 2, 100);
-  CHECK(ev_refcache_get(c, k1) != NULL); /* k1 now more recent than k2 */
-  ev_refcache_put(c, k3, bufs(1), 1, 150);
-  CHECK(ev_refcache_get(c, k2) == NULL); /* least recently used went first */
-  CHECK(ev_refcache_get(c, k1) != NULL);
-  CHECK(ev_refcache_get(c, k3) != NULL);
-  ev_refcache_put(c, k2, bufs(1), 1, 1000); /* bigger than the cap: kept alone */
-  CHECK(ev_refcache_get(c, k2) != NULL);
-  CHECK(ev_refcache_get(c, k1) == NULL && ev_refcache_get(c, k3) == NULL);
-  ev_refcache_put(c, k2, bufs(1), 1, 10); /* replacing a key */
-  CHECK(ev_refcache_get(c, k2) != NULL);
-  ev_refcache_free(c);
+  wk_refcache_put(c, k1, bufs(1), 1, 100);
+  wk_refcache_put(c, k2, bufs(2), 2, 100);
+  CHECK(wk_refcache_get(c, k1) != NULL); /* k1 now more recent than k2 */
+  wk_refcache_put(c, k3, bufs(1), 1, 150);
+  CHECK(wk_refcache_get(c, k2) == NULL); /* least recently used went first */
+  CHECK(wk_refcache_get(c, k1) != NULL);
+  CHECK(wk_refcache_get(c, k3) != NULL);
+  wk_refcache_put(c, k2, bufs(1), 1, 1000); /* bigger than the cap: kept alone */
+  CHECK(wk_refcache_get(c, k2) != NULL);
+  CHECK(wk_refcache_get(c, k1) == NULL && wk_refcache_get(c, k3) == NULL);
+  wk_refcache_put(c, k2, bufs(1), 1, 10); /* replacing a key */
+  CHECK(wk_refcache_get(c, k2) != NULL);
+  wk_refcache_free(c);
 
   cudrv d;
   int rc = cudrv_load(&d, &err);
