@@ -2,7 +2,9 @@
  * on stdin, writes one reply frame per request on stdout, and nothing else there: fd 1 is
  * moved aside at start and pointed at stderr, so even a kernel's printf cannot corrupt the
  * stream. Started by the driver, one per GPU; dies with its parent. */
+#include "gpudevice.h"
 #include "gpueval.h"
+#include "gpuextref.h"
 #include "proto.h"
 #include "registry.h"
 

@@ -1,4 +1,5 @@
-/* gpueval_int.h: what gpueval.c, gpuverify.c and gpubench.c share. Not a public header. */
+/* gpueval_int.h: what the worker's gpu*.c files share: the device state, one evaluation's
+ * state, and the functions each file offers the ones above it. Not a public header. */
 #ifndef KEVO_GPUEVAL_INT_H
 #define KEVO_GPUEVAL_INT_H
 
@@ -6,8 +7,9 @@
 
 #include "cudrv.h"
 #include "devkernels.h"
-#include "gpueval.h"
+#include "gpucommon.h"
 #include "nvml.h"
+#include "proto.h"
 
 enum {
   WK_MAX_TENSORS = 32,
@@ -19,10 +21,6 @@ enum {
   WK_MAX_RANK = 8,
   WK_NAME = 128,
 };
-
-/* Poison patterns, replicated over 8 bytes; per element size the low bytes are taken, so every
- * float type reads them as a quiet NaN with a payload of its own, integers as a sentinel. */
-extern const uint64_t wk_poison_a[DK_COUNT], wk_poison_b[DK_COUNT];
 
 /* The reference outputs cache: host copies keyed by a hash of (reference cubins and plan,
  * tensors, shape, seed, trial), LRU, bounded in bytes. */
@@ -194,10 +192,5 @@ void wk_unload(wk_eval *e);
 /* Allocates shape `index`'s tensors and resolves both its plans. */
 int wk_shape_setup(wk_eval *e, wk_shape *s, int index);
 void wk_shape_teardown(wk_eval *e, wk_shape *s);
-
-double wk_now_ms(void);
-int wk_dtype_parse(const char *name); /* -1 when unknown */
-size_t wk_dtype_size(int dt);
-const char *wk_dtype_name(int dt);
 
 #endif

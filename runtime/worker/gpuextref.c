@@ -4,6 +4,7 @@
  * evaluate request whose shapes say `reference: {"external": key}` judges candidates against
  * those cached outputs exactly as against a reference plan's. */
 #include "gpueval_int.h"
+#include "gpuextref.h"
 
 #include <cjson/cJSON.h>
 

@@ -1,0 +1,167 @@
+/* gpudevice.c: opening one device for the worker: the driver, the primary context and its limits,
+ * the worker's own kernels, the L2 flush buffer, the copy bandwidth and the compute peak, NVML
+ * and the reference cache; the "device" object of a hello reply. */
+#include "gpudevice.h"
+#include "gpueval_int.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#define DRV (&g->drv)
+
+static int gpu_check(kevo_gpu *g, CUresult r, const char *what, kevo_error *err) {
+  if (r == CUDA_SUCCESS) return KEVO_OK;
+  return kevo_fail(err, r == CUDA_ERROR_NO_DEVICE ? KEVO_E_NOGPU : KEVO_E_CUDA, "%s: %s: %s", what,
+                   cudrv_errname(DRV, r), cudrv_errstr(DRV, r));
+}
+
+/* Median of n doubles (sorts them). */
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0;
+}
+
+/* Device-to-device copy of a large buffer, timed with events: bytes read + bytes written over
+ * the median time of several copies. */
+static int measure_copy(kevo_gpu *g, kevo_error *err) {
+  size_t bytes = (size_t)1 << 30;
+  while (bytes > ((size_t)64 << 20) && bytes * 8 > g->mem_bytes)
+    bytes >>= 1;
+  CUdeviceptr a = 0, b = 0;
+  CUevent e0 = NULL, e1 = NULL;
+  double t[15];
+  int n = 0, rc = gpu_check(g, DRV->cuMemAlloc(&a, bytes), "copy bandwidth buffer", err);
+  if (!rc) rc = gpu_check(g, DRV->cuMemAlloc(&b, bytes), "copy bandwidth buffer", err);
+  if (!rc) rc = gpu_check(g, DRV->cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate", err);
+  if (!rc) rc = gpu_check(g, DRV->cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate", err);
+  if (!rc) rc = gpu_check(g, DRV->cuMemsetD8Async(a, 0x3c, bytes, g->stream), "memset", err);
+  for (int i = 0; !rc && i < 18; i++) {
+    CUresult r = DRV->cuEventRecord(e0, g->stream);
+    if (!r) r = DRV->cuMemcpyDtoDAsync(b, a, bytes, g->stream);
+    if (!r) r = DRV->cuEventRecord(e1, g->stream);
+    if (!r) r = DRV->cuEventSynchronize(e1);
+    float ms = 0;
+    if (!r) r = DRV->cuEventElapsedTime(&ms, e0, e1);
+    rc = gpu_check(g, r, "timing a device-to-device copy", err);
+    if (!rc && i >= 3) t[n++] = ms; /* the first copies warm up */
+  }
+  if (!rc) g->copy_gbps = 2.0 * (double)bytes / (median(t, n) * 1e-3) / 1e9;
+  if (e0) DRV->cuEventDestroy(e0);
+  if (e1) DRV->cuEventDestroy(e1);
+  if (a) DRV->cuMemFree(a);
+  if (b) DRV->cuMemFree(b);
+  return rc;
+}
+
+static int attr(kevo_gpu *g, CUdevice_attribute a) {
+  int v = 0;
+  if (DRV->cuDeviceGetAttribute(&v, a, g->dev) != CUDA_SUCCESS) return 0;
+  return v;
+}
+
+int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
+  *out = NULL;
+  kevo_gpu *g = calloc(1, sizeof *g);
+  if (!g) return kevo_fail(err, KEVO_E_NOMEM, "no memory for the worker");
+  int rc = cudrv_load(DRV, err), count = 0;
+  if (rc) goto fail;
+  rc = gpu_check(g, DRV->cuInit(0), "cuInit", err);
+  if (rc) {
+    err->status = rc = KEVO_E_NOGPU; /* a driver with no usable device */
+    goto fail;
+  }
+  if ((rc = gpu_check(g, DRV->cuDeviceGetCount(&count), "cuDeviceGetCount", err))) goto fail;
+  if (ordinal < 0 || ordinal >= count) {
+    rc = kevo_fail(err, KEVO_E_NOGPU, "no CUDA device %d (the driver sees %d)", ordinal, count);
+    goto fail;
+  }
+  if ((rc = gpu_check(g, DRV->cuDeviceGet(&g->dev, ordinal), "cuDeviceGet", err))) goto fail;
+  DRV->cuDriverGetVersion(&g->driver);
+  DRV->cuDeviceGetName(g->name, sizeof g->name - 1, g->dev);
+  DRV->cuDeviceTotalMem(&g->mem_bytes, g->dev);
+  g->cc_major = attr(g, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  g->cc_minor = attr(g, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  g->sms = attr(g, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  g->l2_bytes = (size_t)attr(g, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  g->clock_mhz = attr(g, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
+  rc =
+      gpu_check(g, DRV->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain", err);
+  if (rc) goto fail;
+  if ((rc = gpu_check(g, DRV->cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent", err))) goto fail;
+  /* Candidates' printf and malloc get small fixed budgets; the stack stays at its default. */
+  rc = gpu_check(g, DRV->cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, (size_t)1 << 20),
+                 "capping the printf FIFO", err);
+  if (!rc)
+    rc = gpu_check(g, DRV->cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, (size_t)8 << 20),
+                   "capping the device malloc heap", err);
+  if (!rc)
+    rc = gpu_check(g, DRV->cuStreamCreate(&g->stream, CU_STREAM_DEFAULT), "cuStreamCreate", err);
+  if (rc) goto fail;
+  if ((rc = devk_load(DRV, g->cc_major, g->cc_minor, &g->dk, err))) goto fail;
+  g->flush_bytes = 2 * g->l2_bytes;
+  if (g->flush_bytes < ((size_t)64 << 20)) g->flush_bytes = (size_t)64 << 20;
+  rc = gpu_check(g, DRV->cuMemAlloc(&g->flush, g->flush_bytes), "L2 flush buffer", err);
+  if (!rc) rc = gpu_check(g, DRV->cuMemAlloc(&g->stats, 256), "stats buffer", err);
+  if (!rc) rc = measure_copy(g, err);
+  if (rc) goto fail;
+  char bus[64] = "";
+  if (DRV->cuDeviceGetPCIBusId(bus, sizeof bus, g->dev) == CUDA_SUCCESS)
+    g->nvml = kevo_nvml_open(bus);
+  int max_mhz = kevo_nvml_sm_clock_max(g->nvml);
+  if (max_mhz > 0) g->clock_mhz = max_mhz;
+  /* Hopper's dense FP8 tensor-core rate, 8192 FLOP per SM per clock: the highest arithmetic
+   * rate the chip has, so flops / peak is a floor no candidate can beat (docs/worker.md). */
+  g->peak_tflops = (double)g->sms * g->clock_mhz * 1e6 * 8192.0 / 1e12;
+  const char *cap = getenv("KEVO_WORKER_REF_CACHE_MB");
+  size_t cap_mb = cap && atol(cap) > 0 ? (size_t)atol(cap) : 6144;
+  g->refs = wk_refcache_new(cap_mb << 20);
+  if (!g->refs) {
+    rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for the reference cache");
+    goto fail;
+  }
+  wk_refcache_set_release(g->refs, wk_host_release, g);
+  *out = g;
+  return KEVO_OK;
+fail:
+  kevo_gpu_close(g);
+  return rc;
+}
+
+void kevo_gpu_close(kevo_gpu *g) {
+  if (!g) return;
+  wk_refcache_free(g->refs); /* page-locked buffers: before the context goes */
+  g->refs = NULL;
+  if (g->drv.lib && g->ctx) {
+    devk_unload(DRV, &g->dk);
+    if (g->flush) DRV->cuMemFree(g->flush);
+    if (g->stats) DRV->cuMemFree(g->stats);
+    if (g->stream) DRV->cuStreamDestroy(g->stream);
+    DRV->cuDevicePrimaryCtxRelease(g->dev);
+  }
+  kevo_nvml_close(g->nvml);
+  if (g->drv.lib) cudrv_unload(DRV);
+  free(g);
+}
+
+cJSON *kevo_gpu_device_json(const kevo_gpu *g) {
+  cJSON *d = cJSON_CreateObject();
+  cJSON_AddStringToObject(d, "name", g->name);
+  cJSON *cc = cJSON_AddArrayToObject(d, "cc");
+  cJSON_AddItemToArray(cc, cJSON_CreateNumber(g->cc_major));
+  cJSON_AddItemToArray(cc, cJSON_CreateNumber(g->cc_minor));
+  cJSON_AddNumberToObject(d, "sms", g->sms);
+  cJSON_AddNumberToObject(d, "mem_bytes", (double)g->mem_bytes);
+  cJSON_AddNumberToObject(d, "l2_bytes", (double)g->l2_bytes);
+  cJSON_AddNumberToObject(d, "driver", g->driver);
+  cJSON_AddNumberToObject(d, "clock_mhz", g->clock_mhz);
+  cJSON_AddNumberToObject(d, "copy_gbps", round(g->copy_gbps * 10) / 10);
+  cJSON_AddNumberToObject(d, "peak_tflops", round(g->peak_tflops));
+  return d;
+}

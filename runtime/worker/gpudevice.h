@@ -1,0 +1,18 @@
+/* gpudevice.h: opening one device for the worker (gpudevice.c). */
+#ifndef KEVO_GPUDEVICE_H
+#define KEVO_GPUDEVICE_H
+
+#include "gpucommon.h"
+#include "status.h"
+
+/* Loads the driver, opens device `ordinal`, makes its primary context current, sets the
+ * context limits, compiles the worker's kernels and measures the copy bandwidth.
+ * KEVO_E_NOGPU when there is no driver or no device; KEVO_E_CUDA for other failures. */
+int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err);
+void kevo_gpu_close(kevo_gpu *g);
+
+/* The "device" object of a hello reply (name, cc, sms, mem_bytes, l2_bytes, driver,
+ * copy_gbps, peak_tflops, clock_mhz). The caller owns it. */
+cJSON *kevo_gpu_device_json(const kevo_gpu *g);
+
+#endif
