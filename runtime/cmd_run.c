@@ -304,6 +304,7 @@ const struct kevo_command kevo_cmd_run = {
     "proposes candidates, compiles, verifies and times each one, and keeps the best.\n\n"
     "options:\n"
     "  --strategy NAME|FILE   autotune (default without an LLM), greedy, beam, uct, evolve,\n"
+    "                         ./strategies/NAME.lua (in the place of a built-in of that name),\n"
     "                         a Lua file of your own, or a composition: beam+autotune\n"
     "  --llm PROVIDER:MODEL   the language model that writes candidates (none: tune knobs)\n"
     "  --budget-tokens N      stop asking the model after N tokens\n"

@@ -127,9 +127,34 @@ function M.parse_args(argv)
   return cfg
 end
 
--- The strategy for --strategy: a built-in name, a .lua file, or parts joined by '+'.
--- Returns the strategy and the per-part option tables.
+-- The text of the strategy called `name` as this project sees it: ./strategies/NAME.lua (the
+-- project's own, as `kevo list` shows them, in the place of a built-in of the same name), else
+-- the built-in one. Returns text, chunkname, or nil, message. The host reads the file: a
+-- strategy that loads another by name (strategy.load) is handed its text and never names a
+-- path, so all it can reach is what the user put in ./strategies or kevo carries.
+function M.strategy_source(name, host)
+  if type(name) ~= "string" or not name:match("^[%w_][%w_.-]*$") or #name > 200 then
+    return nil, "'" .. tostring(name) .. "' is not a strategy name (letters, digits, '_', '.', " ..
+                "'-'): put the file in ./strategies/ and load it by name, or compose files on " ..
+                "the command line (--strategy ./a.lua+b)"
+  end
+  local path = "strategies/" .. name .. ".lua"
+  local text, err = host.read_file(path)
+  if text then return text, "@" .. path end
+  if not tostring(err):find("No such file", 1, true) then return nil, tostring(err) end
+  local core = require "kevo.strategy_core"
+  local builtin, where = core.source(name)
+  if builtin then return builtin, "@" .. where end
+  return nil, "no strategy named '" .. name .. "' (./strategies/" .. name .. ".lua, or built in: " ..
+              table.concat(core.list(), ", ") .. "; or give a file path)"
+end
+
+-- The strategy for --strategy: a name (./strategies/NAME.lua, else built in), a .lua file, or
+-- parts joined by '+'. Returns the strategy and the per-part option tables.
+local sources_of = setmetatable({}, {__mode = "k"}) -- host -> its strategy.use_sources function
 local function load_strategy(spec, sets, host)
+  sources_of[host] = sources_of[host] or function(name) return M.strategy_source(name, host) end
+  strategy.use_sources(sources_of[host])
   local parts = {}
   for p in spec:gmatch("[^+]+") do parts[#parts + 1] = p end
   if #parts == 0 then usage_error("--strategy is empty") end

@@ -1,8 +1,11 @@
 -- kevo.strategy: loading and composing search strategies.
 --
 --   strategy.list()                  names of the strategies built into kevo (strategies/*.lua)
---   strategy.load(name)              a built-in strategy table {name, describe, run}, or
---                                    nil, msg, "E_ARG"
+--   strategy.load(name)              a strategy table {name, describe, run} by name: under kevo
+--                                    run, the project's ./strategies/NAME.lua (read by the
+--                                    host, strategy.use_sources), else the built-in one; or
+--                                    nil, msg, "E_ARG". Names only, never paths.
+--   strategy.use_sources(fn)         the host's fn(name) -> text, chunkname | nil, msg (once)
 --   strategy.from_source(text, chunkname)  a strategy from Lua text (a user's file, read by the
 --                                    run driver), loaded in the current (sandboxed) state
 --   strategy.compose(parts)          one strategy running parts in order on the same context:
@@ -38,18 +41,34 @@ function M.from_source(text, chunkname)
   if not f then return nil, "E_ARG: " .. err, "E_ARG" end
   local ok, s = pcall(f)
   if not ok then return nil, "E_ARG: " .. tostring(s), "E_ARG" end
-  return check(s, chunkname:gsub("^[@=]", ""))
+  return check(s, (chunkname:gsub("^[@=]", "")))
+end
+
+-- Where strategy.load finds a strategy's text: the host's function (kevo run: the project's
+-- ./strategies, then the built-ins), else the built-ins alone. Set once.
+local sources
+
+function M.use_sources(fn)
+  if type(fn) ~= "function" then error("strategy.use_sources: a function expected", 2) end
+  if sources and sources ~= fn then error("strategy.use_sources: already set", 2) end
+  sources = fn
+end
+
+local function builtin_source(name)
+  local text, path = core.source(name)
+  if not text then
+    return nil, "no strategy named '" .. name .. "' (built in: " .. table.concat(core.list(), ", ") ..
+                "; a file path is given on the command line)"
+  end
+  return text, "@" .. path
 end
 
 function M.load(name)
   if type(name) ~= "string" then error("strategy.load: a name expected", 2) end
   if cache[name] then return cache[name] end
-  local text, path = core.source(name)
-  if not text then
-    return nil, "E_ARG: no strategy named '" .. name .. "' (built in: " ..
-                table.concat(core.list(), ", ") .. "; or give a file path)", "E_ARG"
-  end
-  local s, msg, code = M.from_source(text, "@" .. path)
+  local text, chunk = (sources or builtin_source)(name)
+  if not text then return nil, "E_ARG: " .. tostring(chunk), "E_ARG" end
+  local s, msg, code = M.from_source(text, chunk)
   if not s then return nil, msg, code end
   cache[name] = s
   return s

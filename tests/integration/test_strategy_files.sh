@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Strategy files of the user's: ./strategies/NAME.lua takes the place of a built-in of the same
+# name in `kevo list` and in `kevo run --strategy NAME` alike; a strategy file loads another by
+# name (strategy.load), the host reading ./strategies/NAME.lua for it, and composes them
+# (strategy.compose); a path inside a strategy is refused; `./a.lua+autotune` composes files on
+# the command line. On the synthetic cost model: no GPU.
+set -u
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export KEVO_EVALUATOR="model:$KEVO_SRC/examples/cost_model.lua"
+export KEVO_DB="$tmp/kevo.db"
+recipe="$KEVO_SRC/tests/integration/run_fixtures/toyscale.yaml"
+cd "$tmp"
+if ! "$KEVO" script <(echo 'require "kevo.archive"; require "kevo.recipe"') 2>/dev/null; then
+  echo "SKIP: this build lacks kevo.archive or kevo.recipe, which kevo run needs" >&2; exit 77
+fi
+out="$tmp/out.txt"
+t() { # t NAME EXPECTED_RC CMD...
+  local name=$1 want=$2; shift 2
+  "$@" >"$out" 2>&1; local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; sed 's/^/  | /' "$out"; fail=1
+  else echo "ok   $name"; fi
+}
+has() { grep -q -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; sed 's/^/  | /' "$out"; fail=1; }; }
+lacks() { ! grep -q -- "$1" "$out" || { echo "FAIL: output has '$1'"; sed 's/^/  | /' "$out"; fail=1; }; }
+
+mkdir strategies
+cat > strategies/autotune.lua <<'LUA'
+-- autotune: the project's own autotune, which evaluates the seeds only
+return {name = "autotune", run = function(ctx) ctx:log("project autotune ran"); ctx:evaluate(ctx:seed_candidates()) end}
+LUA
+t "kevo list shows the project's autotune" 0 "$KEVO" list
+has "the project's own autotune, which evaluates the seeds only (strategies/autotune.lua)"
+t "kevo run --strategy autotune runs the project's" 0 "$KEVO" run "$recipe" --strategy autotune --max-evals 6
+has "project autotune ran"; has "2 evaluations"
+t "the default strategy is the project's too" 0 "$KEVO" run "$recipe" --max-evals 6
+has "project autotune ran"
+rm strategies/autotune.lua
+t "without it, the built-in" 0 "$KEVO" run "$recipe" --strategy autotune --max-evals 6
+lacks "project autotune ran"; has "6 evaluations"
+
+cat > strategies/wide.lua <<'LUA'
+-- wide: evaluates every seed at its defaults
+return {name = "wide", run = function(ctx) ctx:log("wide ran"); ctx:evaluate(ctx:seed_candidates()) end}
+LUA
+cat > mine.lua <<'LUA'
+-- mine: wide (a file of the project's, loaded by name), then the built-in autotune
+local strategy = require "kevo.strategy"
+local both = strategy.compose{{strategy = assert(strategy.load("wide"))},
+                              {strategy = assert(strategy.load("autotune")), opts = {top = 1}}}
+local _, up = strategy.load("../mine")
+local _, path = strategy.load("./wide.lua")
+local _, gone = strategy.load("nonesuch")
+return {name = "mine", run = function(ctx, opts)
+  ctx:log("refused: %s", up); ctx:log("refused: %s", path); ctx:log("refused: %s", gone)
+  both.run(ctx, opts)
+end}
+LUA
+t "a strategy file composes a project file and a built-in" 0 "$KEVO" run "$recipe" --strategy ./mine.lua --max-evals 10
+has "wide+autotune: part 1 of 2: wide"; has "wide ran"; has "wide+autotune: part 2 of 2: autotune"
+has "refused: E_ARG: '../mine' is not a strategy name"
+has "refused: E_ARG: './wide.lua' is not a strategy name"
+has "refused: E_ARG: no strategy named 'nonesuch' (./strategies/nonesuch.lua, or built in: autotune"
+t "files composed on the command line" 0 "$KEVO" run "$recipe" --strategy ./strategies/wide.lua+autotune --max-evals 10
+has "wide+autotune: part 1 of 2: wide"; has "wide ran"
+t "a project strategy by name, composed" 0 "$KEVO" run "$recipe" --strategy wide+beam --max-evals 10
+has "wide+beam: part 1 of 2: wide"
+mkdir strategies/dir.lua
+t "a strategy name that is a directory" 2 "$KEVO" run "$recipe" --strategy dir --max-evals 4
+has "strategies/dir.lua"
+
+[ $fail = 0 ] && echo "all strategy file tests passed"
+exit $fail
