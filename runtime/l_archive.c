@@ -35,8 +35,10 @@ static int fail(lua_State *L, const kevo_error *err) {
   return kevo_l_fail_err(L, err);
 }
 
-/* A JSON option: text as given, a table encoded with kevo.json (the text is left on the stack
- * so it lives as long as the call), nil -> NULL. */
+/* A JSON option: text as given, a table encoded with kevo.json in its canonical form (keys
+ * sorted, so the same value is the same text in every process: runs.config and
+ * candidates.knobs are compared as text), nil -> NULL. The text is left on the stack so it
+ * lives as long as the call. */
 static const char *opt_json(lua_State *L, int idx, const char *key) {
   int t = lua_getfield(L, idx, key);
   if (t == LUA_TNIL) {
@@ -49,7 +51,10 @@ static const char *opt_json(lua_State *L, int idx, const char *key) {
   luaL_requiref(L, "kevo.json", luaopen_kevo_json, 0);
   lua_getfield(L, -1, "encode"); /* stack: value json encode */
   lua_pushvalue(L, -3);
-  lua_call(L, 1, 1); /* stack: value json text */
+  lua_createtable(L, 0, 1);
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "canonical"); /* stack: value json encode value {canonical=true} */
+  lua_call(L, 2, 1);                /* stack: value json text */
   lua_replace(L, -3);
   lua_pop(L, 1);
   return lua_tostring(L, -1);

@@ -248,7 +248,8 @@ end
 -- Appends an entry (live only); response is a table, encoded here.
 function Tape:record(kind, request, response)
   assert(self.mode == "live", "journal: record on a tape that is not live")
-  local seq, msg = self.db:journal_append(self.run, kind, request, json.encode(response))
+  local seq, msg = self.db:journal_append(self.run, kind, request,
+                                             M.canonical(response))
   if not seq then error("journal of run " .. self.run .. ": " .. tostring(msg), 0) end
   if seq ~= self.n + 1 then
     error(string.format("journal of run %d: entry %d written where %d was expected: another " ..

@@ -568,11 +568,11 @@ function M.execute(cfg, host)
   else
     run_id = assert(db:run_create{
       recipe = recipe_name, recipe_path = recipe_path, strategy = strat.name, seed = cfg.seed,
-      config = json.encode({recipe = recipe_path, strategy = cfg.strategy or strat.name,
-                            opts = sopts, sets = json.array(cfg.sets),
-                            max_tokens = budgets.max_tokens, llm = llm_name(llm_cfg),
-                            max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
-                            evaluator = evaluator_name, evaluator_spec = espec}),
+      config = journal.canonical({recipe = recipe_path, strategy = cfg.strategy or strat.name,
+                                  opts = sopts, sets = json.array(cfg.sets),
+                                  max_tokens = budgets.max_tokens, llm = llm_name(llm_cfg),
+                                  max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
+                                  evaluator = evaluator_name, evaluator_spec = espec}),
     })
     M.open_run = {db = dbpath, id = run_id}
     host.started(dbpath, run_id)

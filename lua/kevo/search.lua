@@ -355,9 +355,9 @@ local function as_recorded(r)
     r = {ok = false, verdict = "error", stage = "compile",
          message = "evaluator returned no result for this candidate"}
   end
-  local ok, text = pcall(json.encode, r)
-  if not ok then text = json.encode({ok = false, verdict = r.verdict or "error",
-                                     stage = r.stage or "compile", message = r.message}) end
+  local ok, text = pcall(journal.canonical, r)
+  if not ok then text = journal.canonical({ok = false, verdict = r.verdict or "error",
+                                           stage = r.stage or "compile", message = r.message}) end
   return json.decode(text), text
 end
 
@@ -393,7 +393,7 @@ function Ctx:_evaluate_live(todo, request)
     for j, c in ipairs(todo) do
       ids[j] = assert(db:candidate_add{
         run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
-        source = c.source, launch = c.launch, knobs = json.encode(c.knobs or {})})
+        source = c.source, launch = c.launch, knobs = journal.canonical(c.knobs or {})})
     end
     fault("batch-write")
     for j, r in ipairs(results) do

@@ -38,6 +38,20 @@ t "missing strategy file" 2 "$KEVO" run "$recipe" --strategy "$tmp/nope.lua"
 t "autotune (default) is exhaustive on small spaces" 0 "$KEVO" run "$recipe"
 dump "$(run_id)" | grep -q "^count 24$" || { echo "FAIL: autotune did not cover both spaces (20 + 4)"; fail=1; }
 t "autotune (default)" 0 "$KEVO" run "$recipe" --max-evals 10
+# runs.config and candidates.knobs are canonical JSON (keys sorted): the same settings are the
+# same text in every process, since the archive and the journal compare them as text
+"$KEVO" script <(cat <<LUA
+local json = require "kevo.json"
+local db = require("kevo.archive").open(nil, {readonly = true})
+local run = db:run($(run_id))
+local function canonical(text) return json.encode(json.decode(text), {canonical = true}) end
+assert(run.config == canonical(run.config), "runs.config is not canonical: " .. run.config)
+for _, c in ipairs(db:candidates(run.id)) do
+  assert(c.knobs == canonical(c.knobs), "candidates.knobs is not canonical: " .. c.knobs)
+end
+LUA
+) > /dev/null 2>&1 && echo "ok   runs.config and candidates.knobs are canonical JSON" \
+  || { echo "FAIL: runs.config or candidates.knobs is not canonical JSON"; fail=1; }
 has "best: candidate"; has "kevo show"; has "synthetic"
 r=$(run_id)
 [ -s "kevo-out/$r/best.cu" ] && grep -q "kevo knobs: BLOCK=" "kevo-out/$r/best.cu" \

@@ -69,6 +69,18 @@ assert(#top == 2 and top[1].id == c2 and top[2].id == c1)
 local v = db:verdicts(run)
 assert(v.ok == 2 and v.wrong == 1)
 
+-- a JSON column given as a table is stored canonical (keys sorted), whatever order pairs()
+-- walks the table in: the same knobs are the same text in every process
+local many = {}
+for i = 26, 1, -1 do many[string.char(64 + i)] = i end
+many.nested = {z = 1, a = {y = 2, b = 3}}
+local cm = assert(db:candidate_add{run = run, origin = "seed", lang = "cuda", source = "M",
+                                   knobs = many})
+local text
+for _, c in ipairs(db:candidates(run)) do if c.id == cm then text = c.knobs end end
+assert(text == json.encode(many, {canonical = true}), "knobs stored as " .. tostring(text))
+assert(text:find('^{"A":1,"B":2,') and text:find('"nested":{"a":{"b":3,"y":2},"z":1}', 1, true))
+
 local resp, row = db:llm_call_lookup(req)
 assert(resp == '{"raw":true}' and row.id == l2 and row.http_status == 200)
 assert(db:llm_call_lookup(req .. " ") == nil)
