@@ -245,8 +245,9 @@ function Session:admit(calls)
     local need = c.est_input + c.max_out
     local spent = used.input_tokens + used.output_tokens
     if spent + tokens + need > self.budget_tokens then
-      c.result = fail(string.format("token budget: %d of %d tokens used, this call may need %d",
-        spent, self.budget_tokens, need), "E_BUDGET")
+      c.result = fail(string.format(
+        "token budget: %d of %d tokens used, this call may need %d tokens", spent,
+        self.budget_tokens, need), "E_BUDGET")
     elseif self.budget_cost then
       local price = self:price(c.model)
       local ccost = price and cost_of(price, c.est_input, c.max_out)
@@ -281,6 +282,24 @@ function Session:from_cache(c)
   self.used.cached = self.used.cached + 1
 end
 
+-- The line llm.log promises for each call that was not answered from the archive: its usage
+-- and time, or its failure (one that was never retried, 400 or malformed JSON, included; a
+-- call the budget stopped before it was sent says so).
+function Session:log_call(c)
+  local r = c.result
+  local who = self.cfg.provider .. ":" .. c.model
+  if r.ok and r.cached then return end
+  if r.ok then
+    local p = r.parsed
+    sys.log(string.format("llm: %s in=%d out=%d %.0f ms%s", who, p.input_tokens or 0,
+      p.output_tokens or 0, r.ms, c.attempts > 1 and (" after " .. c.attempts .. " attempts") or ""))
+  elseif c.attempts == 0 then
+    sys.log(string.format("llm: %s not sent: %s", who, r.error))
+  else
+    sys.log(string.format("llm: %s failed: %s", who, r.error))
+  end
+end
+
 -- Runs calls to completion: cache, then rounds of (budget check, one concurrent batch,
 -- settle); calls to retry go into the next round with their own delays.
 function Session:run_calls(calls, use_cache)
@@ -313,12 +332,7 @@ function Session:run_calls(calls, use_cache)
   end
   for _, c in ipairs(calls) do
     self.used.calls = self.used.calls + 1
-    if self.log and c.result.ok and not c.result.cached then
-      local p = c.result.parsed
-      sys.log(string.format("llm: %s:%s in=%d out=%d %.0f ms%s", self.cfg.provider, c.model,
-        p.input_tokens or 0, p.output_tokens or 0, c.result.ms,
-        c.attempts > 1 and (" after " .. c.attempts .. " attempts") or ""))
-    end
+    if self.log then self:log_call(c) end
   end
 end
 
@@ -479,6 +493,27 @@ function M.batch(reqs) return default():batch(reqs) end
 function M.usage() return default():usage() end
 function M.usage_line() return default():usage_line() end
 
+-- The fix that fits a failed probe: the key only when the server refused it (401, 403), the
+-- URL or the server when nothing came back in time or the connection failed.
+local function doctor_fix(err, ecode, cfg, d)
+  local status = tonumber(err:match("HTTP (%d%d%d) from"))
+  local where = " (llm.base_url / KEVO_LLM_BASE_URL)"
+  if ecode == "E_TIMEOUT" then
+    return "no answer from " .. cfg.base_url .. " in time: check the URL" .. where ..
+      " and that the server there is up, not overloaded, and serves model " .. tostring(cfg.model)
+  elseif ecode == "E_HTTP" and not status then
+    return "start the server at " .. cfg.base_url .. " or fix the URL" .. where
+  elseif status == 401 or status == 403 then
+    if d.key_env and not d.key_present then
+      return "export " .. d.key_env .. "=<your key> (or name another variable with llm.key_env)"
+    end
+    return "check the key in $" .. tostring(d.key_env) .. " and the model's access"
+  elseif ecode == "E_BUDGET" then
+    return "check the account's spend limit or billing with the provider"
+  end
+  return "check the model name and the server's answer above"
+end
+
 -- doctor{probe=true, config=, dir=, flags=} -> {configured, ok, detail, fix, provider, api,
 -- model, base_url, key_env, key_present, ms, error, code, reply}: what is configured and, when
 -- probe is not false, whether a tiny request answers. The key's value is never read here:
@@ -517,7 +552,11 @@ function M.doctor(opts)
   end
   local probe = {}
   for k, v in pairs(cfg) do probe[k] = v end
-  probe.max_attempts, probe.timeout, probe.stall_timeout, probe.log = 1, 30, 20, false
+  -- one attempt, and an answer within 30 s (no byte for 20 s: stalled), or sooner if the
+  -- settings ask for it
+  probe.max_attempts, probe.log = 1, false
+  probe.timeout = math.min(cfg.timeout or 30, 30)
+  probe.stall_timeout = math.min(cfg.stall_timeout or 20, 20)
   probe.budget_cost = false
   local s = M.session{config = probe, budget_tokens = 100000, cache = false}
   local t0 = sys.clock()
@@ -532,15 +571,7 @@ function M.doctor(opts)
   else
     d.error, d.code = err, ecode
     d.detail = d.detail .. ": " .. err
-    if d.key_env and not d.key_present then
-      d.fix = "export " .. d.key_env .. "=<your key> (or name another variable with llm.key_env)"
-    elseif err:find("HTTP 401", 1, true) or err:find("HTTP 403", 1, true) then
-      d.fix = "check the key in $" .. tostring(d.key_env) .. " and the model's access"
-    elseif ecode == "E_HTTP" and not err:find("HTTP %d") or ecode == "E_TIMEOUT" then
-      d.fix = "start the server at " .. cfg.base_url .. " or set llm.base_url / KEVO_LLM_BASE_URL"
-    else
-      d.fix = "check the model name and the server's answer above"
-    end
+    d.fix = doctor_fix(err, ecode, cfg, d)
   end
   return d
 end

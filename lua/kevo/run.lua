@@ -687,6 +687,10 @@ function M.summary(ctx, s)
     #fails > 0 and (" (" .. table.concat(fails, ", ") .. ")") or "",
     ctx.llm and (", " .. ctx.tokens .. " tokens") or "", ctx:elapsed(),
     s.why and (" [" .. s.why.reason .. "]") or ""))
+  if s.why and s.why.message and s.why.reason ~= "no_gpu" then
+    -- why it stopped, in words: a budget smaller than one call says what that call needs
+    print("stopped: " .. tostring(s.why.message):gsub("^E_%u+: ", ""))
+  end
   if s.resumed then
     print(string.format("resumed: %d journal entries read back, not redone", s.resumed))
   end

@@ -380,6 +380,60 @@ do
   check(d.key_present == false, "doctor: key variable absent")
 end
 
+-- doctor against a server that accepts the request and never answers: the fix is about the
+-- URL and the server, not the key, even when the key's variable is unset
+do
+  local cfg = cfg_for("openai", {stall_timeout = 1})
+  cfg.model, cfg.key_env = "doc/stall", "KEVO_TEST_NO_SUCH_VAR"
+  local d = llm.doctor{config = cfg}
+  check(not d.ok and d.code == "E_TIMEOUT", "doctor: a stalling server times out", d.detail)
+  check(d.fix and not d.fix:find("export", 1, true) and d.fix:find(cfg.base_url, 1, true)
+    and d.fix:find("URL", 1, true), "doctor: a stall's fix names the URL and the server", d.fix)
+  cfg.base_url = "http://127.0.0.1:1/v1"
+  d = llm.doctor{config = cfg}
+  check(not d.ok and d.fix and d.fix:find("start the server", 1, true), "doctor: refused", d.fix)
+  cfg.base_url, cfg.model = URL .. "/v1", "doc2/e401"
+  d = llm.doctor{config = cfg}
+  check(d.fix and d.fix:find("export KEVO_TEST_NO_SUCH_VAR", 1, true),
+    "doctor: a 401 without the key's variable says to export it", d.fix)
+end
+
+-- llm.log: one line per call, failures that are never retried (400, malformed JSON) and
+-- calls the budget stopped included
+do
+  local sys = require "kevo.sys"
+  local lines, real_log = {}, sys.log
+  sys.log = function(line) lines[#lines + 1] = line end
+  local s = session("openai", {log = true})
+  local function logged(pat)
+    for _, l in ipairs(lines) do if l:find(pat, 1, true) then return l end end
+  end
+  ask(s, "log/ok")
+  ask(s, "log/e400")
+  ask(s, "log/malformed")
+  ask(s, "log/e500always")
+  sys.log = real_log
+  check(logged("llm: vllm:log/ok in="), "llm.log: a line for a call that succeeded",
+    table.concat(lines, " | "))
+  check(logged("llm: vllm:log/e400 failed: E_HTTP: HTTP 400"), "llm.log: a line for a 400",
+    table.concat(lines, " | "))
+  check(logged("llm: vllm:log/malformed failed: E_PARSE"), "llm.log: a line for malformed JSON",
+    table.concat(lines, " | "))
+  check(logged("llm: vllm:log/e500always failed: E_HTTP") and logged("retry 3 of 3"),
+    "llm.log: a line per retry and one for the call that gave up", table.concat(lines, " | "))
+  s:close()
+  lines = {}
+  sys.log = function(line) lines[#lines + 1] = line end
+  s = session("openai", {log = true}, {budget_tokens = 10})
+  local r, msg, code = ask(s, "log/ok")
+  sys.log = real_log
+  check(not r and code == "E_BUDGET" and msg:find("this call may need", 1, true),
+    "a budget smaller than one call", msg)
+  check(logged("llm: vllm:log/ok not sent: E_BUDGET: token budget: 0 of 10 tokens used"),
+    "llm.log: a line for a call the budget stopped", table.concat(lines, " | "))
+  s:close()
+end
+
 -- the key is nowhere in what was stored
 for i, r in ipairs(rows) do
   local text = json.encode(r)

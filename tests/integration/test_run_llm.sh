@@ -59,6 +59,10 @@ cmp -s g1.txt g2.txt && echo "ok   same archive" || { echo "FAIL: LLM run not re
 t "token budget stops the LLM" 0 "$KEVO" run "$recipe" --llm vllm:rewriter --strategy greedy \
   --set steps=1000 --budget-tokens 3000
 has "\[tokens\]"
+# a budget smaller than one call: the summary says why no call was made
+t "token budget smaller than one call" 0 "$KEVO" run "$recipe" --llm vllm:rewriter --strategy greedy \
+  --budget-tokens 100
+has "0 tokens, .* \[tokens\]"; has "^stopped: token budget: 0 of 100 tokens used, this call may need [0-9]* tokens$"
 
 t "beam+autotune with an LLM" 0 "$KEVO" run "$recipe" --llm vllm:rewriter --strategy beam+autotune \
   --max-evals 40 --set beam.rounds=100
