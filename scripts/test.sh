@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: set-up, a warnings-as-errors build with every test, then an
 # AddressSanitizer + UndefinedBehaviorSanitizer build of the same tests.
-# GPU tests skip loudly on machines without a GPU.
+# GPU tests skip loudly on machines without a GPU: after each ctest, scripts/ctest.sh lists
+# every skipped test with its reason, and their count.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,10 +11,10 @@ jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
+scripts/ctest.sh build --output-on-failure -j "$jobs"
 
 echo "== sanitizer build (ASan + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKEVO_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'c|lua|integration' -LE slow
+  scripts/ctest.sh build-asan --output-on-failure -j "$jobs" -L 'c|lua|integration' -LE slow
