@@ -30,6 +30,7 @@ enum {
   ST_EVAL_ADD,
   ST_LLM_ADD,
   ST_LLM_LOOKUP,
+  ST_LLM_NEXT,
   ST_JOURNAL_APPEND,
   ST_JOURNAL_GET,
   ST_JOURNAL_COUNT,
@@ -82,6 +83,11 @@ static const char *const statement_sql[ST_COUNT] = {
                       "AND response IS NOT NULL AND error IS NULL "
                       "AND (http_status IS NULL OR http_status BETWEEN 200 AND 299) "
                       "ORDER BY id DESC LIMIT 1",
+    [ST_LLM_NEXT] = "SELECT * FROM llm_calls WHERE request_hash = ?1 AND request = ?2 "
+                    "AND run = ?3 AND id > ?4 AND id <= ?5 "
+                    "AND response IS NOT NULL AND error IS NULL "
+                    "AND (http_status IS NULL OR http_status BETWEEN 200 AND 299) "
+                    "ORDER BY id LIMIT 1",
     [ST_JOURNAL_APPEND] = "INSERT INTO journal(run, seq, kind, request, response, created) "
                           "SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 "
                           "FROM journal WHERE run = ?1 RETURNING seq",
@@ -747,6 +753,23 @@ int kevo_archive_llm_call_lookup(kevo_archive *a, const char *request, size_t re
   kevo_sha256_hex(request, len, hash);
   bind_text(st, 1, hash, 0);
   sqlite3_bind_text64(st, 2, request, len, SQLITE_STATIC, SQLITE_UTF8);
+  return read_rows(a, st, fn, ud, found, "looking up an LLM call", err);
+}
+
+int kevo_archive_llm_call_next(kevo_archive *a, const char *request, size_t request_len,
+                               int64_t run, int64_t after, int64_t upto, kevo_row_fn fn, void *ud,
+                               int *found, kevo_error *err) {
+  sqlite3_stmt *st;
+  int src = stmt(a, ST_LLM_NEXT, &st, err);
+  if (src) return src;
+  size_t len = request_len ? request_len : strlen(request);
+  char hash[65];
+  kevo_sha256_hex(request, len, hash);
+  bind_text(st, 1, hash, 0);
+  sqlite3_bind_text64(st, 2, request, len, SQLITE_STATIC, SQLITE_UTF8);
+  sqlite3_bind_int64(st, 3, run);
+  sqlite3_bind_int64(st, 4, after);
+  sqlite3_bind_int64(st, 5, upto);
   return read_rows(a, st, fn, ud, found, "looking up an LLM call", err);
 }
 

@@ -243,6 +243,21 @@ static int by_delay(const void *a, const void *b) {
 
 int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_response *resps,
                   size_t n, kevo_error *err) {
+  return kevo_http_run_each(c, reqs, resps, n, NULL, NULL, err);
+}
+
+/* Hands a finished response to the caller; a nonzero status from it stops the batch. */
+static int deliver(kevo_http_done_fn on_done, void *ud, size_t i, kevo_http_response *r,
+                   kevo_error *err) {
+  if (!on_done) return KEVO_OK;
+  int rc = on_done(ud, i, r);
+  if (rc) return kevo_fail(err, rc, "the batch was stopped after request %zu ended", i + 1);
+  return KEVO_OK;
+}
+
+int kevo_http_run_each(kevo_http_client *c, const kevo_http_request *reqs,
+                       kevo_http_response *resps, size_t n, kevo_http_done_fn on_done, void *ud,
+                       kevo_error *err) {
   if (n == 0) return KEVO_OK;
   pending *order = calloc(n, sizeof *order);
   transfer **live = calloc(n, sizeof *live); /* by request index, while in flight */
@@ -259,16 +274,19 @@ int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_
   size_t next = 0, done = 0;
   int running = 0;
   double t0 = now_ms();
-  while (done < n) {
+  while (done < n && !rc) {
     double elapsed = now_ms() - t0;
-    while (next < n && running < c->max_concurrent && order[next].delay_ms <= elapsed) {
+    while (!rc && next < n && running < c->max_concurrent && order[next].delay_ms <= elapsed) {
       size_t i = order[next++].index;
       live[i] = transfer_start(c, &reqs[i], &resps[i], i);
-      if (live[i])
+      if (live[i]) {
         running++;
-      else
+      } else {
         done++;
+        rc = deliver(on_done, ud, i, &resps[i], err);
+      }
     }
+    if (rc) break;
     int still;
     CURLMcode mc = curl_multi_perform(c->multi, &still);
     if (mc != CURLM_OK) {
@@ -277,21 +295,23 @@ int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_
     }
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(c->multi, &left))) {
+    while (!rc && (msg = curl_multi_info_read(c->multi, &left))) {
       if (msg->msg != CURLMSG_DONE) continue;
       transfer *t;
       CURLcode result = msg->data.result;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
-      live[t->index] = NULL;
+      size_t i = t->index;
+      live[i] = NULL;
       transfer_finish(c, t, result);
       running--;
       done++;
+      rc = deliver(on_done, ud, i, &resps[i], err);
     }
-    if (done >= n) break;
+    if (rc || done >= n) break;
     int wait = 1000;
     /* Stalls: a transfer with no byte for its stall time is aborted as a timeout. */
     double now = now_ms();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !rc; i++) {
       transfer *t = live[i];
       if (!t || t->stall_ms <= 0) continue;
       double idle = now - t->last_byte_ms;
@@ -304,11 +324,12 @@ int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_
         snprintf(r->errmsg, sizeof r->errmsg, "stalled: no byte for %.0f ms (stall timeout)", idle);
         running--;
         done++;
+        rc = deliver(on_done, ud, i, r, err);
       } else if (t->stall_ms - idle < wait) {
         wait = (int)(t->stall_ms - idle) + 1;
       }
     }
-    if (done >= n) break;
+    if (rc || done >= n) break;
     if (next < n && running < c->max_concurrent) {
       double until = order[next].delay_ms - (now_ms() - t0);
       if (until < wait) wait = until < 0 ? 0 : (int)until + 1;
@@ -319,13 +340,15 @@ int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_
       break;
     }
   }
-  if (rc) { /* the batch broke: abandon what is still in flight */
+  if (rc) { /* the batch broke or the caller stopped it: abandon what is still in flight */
     for (size_t i = 0; i < n; i++) {
       if (!live[i]) continue;
       fail_response(live[i]->resp, KEVO_E_HTTP, "the batch was abandoned");
       curl_multi_remove_handle(c->multi, live[i]->easy);
       transfer_free(live[i]);
     }
+    for (; next < n; next++) /* and what never started */
+      fail_response(&resps[order[next].index], KEVO_E_HTTP, "the batch was abandoned");
   }
   free(order);
   free(live);

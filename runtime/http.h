@@ -55,6 +55,18 @@ void kevo_http_client_free(kevo_http_client *c);
 int kevo_http_run(kevo_http_client *c, const kevo_http_request *reqs, kevo_http_response *resps,
                   size_t n, kevo_error *err);
 
+/* Called once per request as soon as its response is complete (or has failed), in the order
+ * they end, with the request's index; the response is final. A nonzero return abandons the
+ * batch: transfers still in flight are dropped (their responses say so, and on_done is not
+ * called for them) and kevo_http_run_each returns that status. */
+typedef int (*kevo_http_done_fn)(void *ud, size_t index, kevo_http_response *resp);
+
+/* kevo_http_run, calling on_done (when not NULL) as each request ends: the caller can store a
+ * reply the moment it arrives, while the rest of the batch is still in flight. */
+int kevo_http_run_each(kevo_http_client *c, const kevo_http_request *reqs,
+                       kevo_http_response *resps, size_t n, kevo_http_done_fn on_done, void *ud,
+                       kevo_error *err);
+
 void kevo_http_response_init(kevo_http_response *r);
 void kevo_http_response_free(kevo_http_response *r);
 

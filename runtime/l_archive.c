@@ -436,14 +436,26 @@ static int db_best(lua_State *L) {
   return row_result(L, rc, found, &err);
 }
 
-/* db:llm_call_lookup(request) -> response, row | nil */
+/* db:llm_call_lookup(request [, {run=, after=, upto=}]) -> response, row | nil: the most
+ * recent successful call with that request; with the range, the oldest of run's calls with
+ * after < id <= upto. */
 static int db_llm_call_lookup(lua_State *L) {
   kevo_archive *a = check_db(L);
   size_t len;
   const char *req = luaL_checklstring(L, 2, &len);
   kevo_error err = {0};
-  int found = 0;
-  int rc = kevo_archive_llm_call_lookup(a, req, len, one_row, L, &found, &err);
+  int found = 0, rc;
+  if (lua_isnoneornil(L, 3)) {
+    rc = kevo_archive_llm_call_lookup(a, req, len, one_row, L, &found, &err);
+  } else {
+    kevo_l_checkopts(L, 3, "db:llm_call_lookup",
+                     (const char *const[]){"run", "after", "upto", NULL});
+    lua_Integer run = need_int(L, 3, "db:llm_call_lookup", "run");
+    lua_Integer after = kevo_l_optint(L, 3, "after", 0);
+    lua_Integer upto = kevo_l_optint(L, 3, "upto", LUA_MAXINTEGER);
+    lua_settop(L, 3);
+    rc = kevo_archive_llm_call_next(a, req, len, run, after, upto, one_row, L, &found, &err);
+  }
   if (rc) return fail(L, &err);
   if (!found) {
     lua_pushnil(L);

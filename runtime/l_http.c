@@ -1,9 +1,13 @@
 /* kevo.http: concurrent HTTP requests for the LLM layer (and anything else that talks HTTP).
  *   local c = http.client{concurrency = 8}              -- kevo.http.Client
- *   local res = c:request_many{ {url=, method=, headers=, body=, auth=, connect_timeout=,
- *                                timeout=, stall_timeout=, delay=, max_body=}, ... }
+ *   local res = c:request_many({ {url=, method=, headers=, body=, auth=, connect_timeout=,
+ *                                 timeout=, stall_timeout=, delay=, max_body=}, ... }
+ *                              [, on_done])
  *   -- res[i] = {status=, headers={lowercase name = value}, body=, ms=, reused=,
  *   --           error="E_TIMEOUT: ..." or nil, code="E_TIMEOUT" or nil}
+ *   -- on_done(i, res[i]) is called as each request ends, while the others are still in
+ *   -- flight (a reply can be stored the moment it arrives); if it raises, the batch is
+ *   -- abandoned (transfers in flight dropped) and request_many raises that error.
  *   c:close()                                           -- also __close/__gc
  *   http.env_present(name) -> bool                      -- is the variable set (never its value)
  * Times are seconds. `auth = {header = "Authorization", prefix = "Bearer ", env = "VAR"}` names
@@ -193,20 +197,79 @@ static void push_headers(lua_State *L, const kevo_buf *raw) {
   }
 }
 
+/* Pushes the Lua form of one response. */
+static void push_response(lua_State *L, const kevo_http_response *r) {
+  lua_createtable(L, 0, 8);
+  lua_pushinteger(L, r->status);
+  lua_setfield(L, -2, "status");
+  push_headers(L, &r->headers);
+  lua_setfield(L, -2, "headers");
+  lua_pushlstring(L, r->body.data ? r->body.data : "", r->body.len);
+  lua_setfield(L, -2, "body");
+  lua_pushnumber(L, r->ms);
+  lua_setfield(L, -2, "ms");
+  lua_pushboolean(L, r->new_connects == 0 && r->status != 0);
+  lua_setfield(L, -2, "reused");
+  if (r->error) {
+    lua_pushfstring(L, "%s: %s", kevo_code(r->error), r->errmsg);
+    lua_setfield(L, -2, "error");
+    lua_pushstring(L, kevo_code(r->error));
+    lua_setfield(L, -2, "code");
+  }
+}
+
+/* Run under lua_pcall as a request ends. stack: results on_done|nil response* index */
+static int deliver_protected(lua_State *L) {
+  const kevo_http_response *r = lua_touserdata(L, 3);
+  lua_Integer i = lua_tointeger(L, 4);
+  push_response(L, r); /* stack: results on_done response* index res */
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, 1, i);
+  if (!lua_isnil(L, 2)) {
+    lua_pushvalue(L, 2);
+    lua_pushinteger(L, i);
+    lua_pushvalue(L, 5);
+    lua_call(L, 2, 0);
+  }
+  return 0;
+}
+
+typedef struct deliver_ud {
+  lua_State *L;
+  int results, on_done; /* stack slots of the results table and the callback (or nil) */
+  int failed;           /* the Lua side raised: its error object is on top of the stack */
+} deliver_ud;
+
+/* kevo_http_done_fn: the response goes into the results table and to on_done, protected, so
+ * an error (or a memory cap) in Lua cannot jump over the transfers kevo_http_run_each holds. */
+static int deliver(void *ud, size_t index, kevo_http_response *resp) {
+  deliver_ud *u = ud;
+  lua_State *L = u->L;
+  lua_pushcfunction(L, deliver_protected);
+  lua_pushvalue(L, u->results);
+  lua_pushvalue(L, u->on_done);
+  lua_pushlightuserdata(L, resp);
+  lua_pushinteger(L, (lua_Integer)index + 1);
+  if (lua_pcall(L, 4, 0, 0) != LUA_OK) { /* stack: ... error */
+    u->failed = 1;
+    return KEVO_E_INTERNAL; /* stops the batch; the Lua error is what is raised */
+  }
+  return KEVO_OK;
+}
+
 static int client_request_many(lua_State *L) {
   client_box *cb = check_client(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
+  if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TFUNCTION);
   size_t n = (size_t)lua_rawlen(L, 2);
   if (n > MAX_REQUESTS) return luaL_error(L, "request_many: at most %d requests", MAX_REQUESTS);
-  lua_settop(L, 2);
-  batch_box *b = lua_newuserdatauv(L, sizeof *b, 0); /* stack: c list batch */
+  lua_settop(L, 3);
+  batch_box *b = lua_newuserdatauv(L, sizeof *b, 0); /* stack: c list on_done batch */
   memset(b, 0, sizeof *b);
   luaL_setmetatable(L, BATCH_MT);
-  lua_newtable(L); /* stack: c list batch anchor */
-  if (n == 0) {
-    lua_newtable(L);
-    return 1;
-  }
+  lua_newtable(L);               /* stack: c list on_done batch anchor */
+  lua_createtable(L, (int)n, 0); /* stack: c list on_done batch anchor results */
+  if (n == 0) return 1;
   b->reqs = calloc(n, sizeof *b->reqs);
   b->resps = calloc(n, sizeof *b->resps);
   b->lines = calloc(n * MAX_HEADERS, sizeof *b->lines);
@@ -217,37 +280,18 @@ static int client_request_many(lua_State *L) {
   for (size_t i = 0; i < n; i++) {
     if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TTABLE)
       return luaL_error(L, "request_many: request %d is not a table", (int)i + 1);
-    read_request(L, lua_gettop(L), 4, &b->reqs[i], &b->lines[i * MAX_HEADERS]);
+    read_request(L, lua_gettop(L), 5, &b->reqs[i], &b->lines[i * MAX_HEADERS]);
     lua_pop(L, 1);
   }
   kevo_error err = {0};
-  if (kevo_http_run(cb->c, b->reqs, b->resps, n, &err)) return kevo_l_fail_err(L, &err);
-
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    const kevo_http_response *r = &b->resps[i];
-    lua_createtable(L, 0, 8);
-    lua_pushinteger(L, r->status);
-    lua_setfield(L, -2, "status");
-    push_headers(L, &r->headers);
-    lua_setfield(L, -2, "headers");
-    lua_pushlstring(L, r->body.data ? r->body.data : "", r->body.len);
-    lua_setfield(L, -2, "body");
-    lua_pushnumber(L, r->ms);
-    lua_setfield(L, -2, "ms");
-    lua_pushboolean(L, r->new_connects == 0 && r->status != 0);
-    lua_setfield(L, -2, "reused");
-    if (r->error) {
-      lua_pushfstring(L, "%s: %s", kevo_code(r->error), r->errmsg);
-      lua_setfield(L, -2, "error");
-      lua_pushstring(L, kevo_code(r->error));
-      lua_setfield(L, -2, "code");
-    }
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
+  deliver_ud u = {L, 6, 3, 0};
+  int rc = kevo_http_run_each(cb->c, b->reqs, b->resps, n, deliver, &u, &err);
+  if (u.failed) return lua_error(L); /* the batch's memory goes with its userdata's __gc */
+  if (rc) return kevo_l_fail_err(L, &err);
   lua_pushcfunction(L, batch_gc);
-  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
   lua_call(L, 1, 0);
+  lua_settop(L, 6);
   return 1;
 }
 

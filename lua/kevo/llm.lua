@@ -300,8 +300,9 @@ function Session:log_call(c)
   end
 end
 
--- Runs calls to completion: cache, then rounds of (budget check, one concurrent batch,
--- settle); calls to retry go into the next round with their own delays.
+-- Runs calls to completion: cache, then rounds of (budget check, one concurrent batch whose
+-- attempts are settled as each ends); calls to retry go into the next round with their own
+-- delays.
 function Session:run_calls(calls, use_cache)
   local pending = {}
   for _, c in ipairs(calls) do
@@ -318,13 +319,20 @@ function Session:run_calls(calls, use_cache)
                  connect_timeout = cfg.connect_timeout, timeout = cfg.timeout,
                  stall_timeout = cfg.stall_timeout, delay = c.delay, max_body = cfg.max_body}
     end
-    local res, msg, code = self.client:request_many(reqs)
+    -- each attempt is settled (stored in the archive first) the moment its response ends,
+    -- while the rest of the batch is still in flight: a kill then loses no reply that came
+    local outcome = {}
+    local res, msg, code = self.client:request_many(reqs, function(i, r)
+      local c = batch[i]
+      c.attempts = c.attempts + 1
+      outcome[i] = self:settle(c, r) or "settled"
+    end)
     local nextround = {}
     for i, c in ipairs(batch) do
-      c.attempts = c.attempts + 1
-      if not res then
+      if not outcome[i] then -- the batch itself failed before this request ended
+        c.attempts = c.attempts + 1
         c.result = fail(msg, code)
-      elseif self:settle(c, res[i]) == "retry" then
+      elseif outcome[i] == "retry" then
         nextround[#nextround + 1] = c
       end
     end

@@ -285,9 +285,11 @@ local function make_evaluator(task, cfg, host, spec)
 end
 
 -- What kevo.llm's session sees as the archive: the real one, plus bookkeeping for a resume.
--- A resumed run answers a request from an LLM call this run stored after its last journaled
--- proposal (the answer came, the kill came before the journal entry): the call is not paid
--- twice. Each such call answers once; other cache hits only with the user's llm.cache.
+-- A reply this run stored but never journaled (the answer came, the kill came before the
+-- proposal's journal entry: state.watermark < id <= state.ceiling, fixed when the resume went
+-- live) answers the same request once, the oldest first: per request, a cursor moves past
+-- each row served. Replies the resumed process stores itself are never served to it, so it
+-- asks what an uninterrupted run asks; other cache hits only with the user's llm.cache.
 local function llm_archive(db, run_id, state)
   return {
     llm_call_add = function(_, spec)
@@ -296,14 +298,19 @@ local function llm_archive(db, run_id, state)
       return id, msg, code
     end,
     llm_call_lookup = function(_, request)
-      local raw, row = db:llm_call_lookup(request)
-      if not raw then return nil end
-      if state.resumed and row.run == run_id and row.id > state.watermark and not state.used[row.id] then
-        state.used[row.id] = true
-        state.served = state.served + (row.input_tokens or 0) + (row.output_tokens or 0)
-        return raw, row
+      if state.resumed and state.ceiling > state.watermark then
+        local after = state.cursor[request] or state.watermark
+        local raw, row = db:llm_call_lookup(request, {run = run_id, after = after,
+                                                      upto = state.ceiling})
+        if raw then
+          state.cursor[request] = row.id
+          -- the proposal's journal entry covers this row: a later resume starts past it
+          state.last_id = math.max(state.last_id, row.id)
+          state.served = state.served + (row.input_tokens or 0) + (row.output_tokens or 0)
+          return raw, row
+        end
       end
-      if state.user_cache then return raw, row end
+      if state.user_cache then return db:llm_call_lookup(request) end
       return nil
     end,
   }
@@ -578,7 +585,7 @@ function M.execute(cfg, host)
     host.started(dbpath, run_id)
     tape = journal.open{db = db, run = run_id, mode = "live"}
   end
-  local llm_state = {last_id = 0, watermark = 0, used = {}, served = 0,
+  local llm_state = {last_id = 0, watermark = 0, ceiling = 0, cursor = {}, served = 0,
                      user_cache = llm_cfg and llm_cfg.cache or false}
   local function configure_llm(budget)
     if not llm_cfg then return end
@@ -621,9 +628,17 @@ function M.execute(cfg, host)
       M.open_run = {db = dbpath, id = run_id}
       host.started(dbpath, run_id)
       resumed_at = t.pos
+      -- a finished run (it stalled, or spent a budget) is asked to go on: a stall counts
+      -- afresh; a run that was killed goes on exactly as if it had not been
+      local fresh = row.status == "done" or row.status == "failed"
       t:record("resume", "{}", {max_evals = o.max_evals, time_s = o.time_s,
-                                max_tokens = o.max_tokens, t = ctx:elapsed(), after = t.pos})
+                                max_tokens = o.max_tokens, t = ctx:elapsed(), after = t.pos,
+                                fresh_stall = fresh or nil})
+      if fresh then search.fresh_stall(ctx) end
       llm_state.resumed, llm_state.watermark, llm_state.last_id = true, t.llm_id, t.llm_id
+      for _, call in ipairs(db:llm_calls(run_id) or {}) do -- the last this run stored
+        llm_state.ceiling = math.max(llm_state.ceiling, call.id)
+      end
       configure_llm(o.max_tokens and math.max(0, o.max_tokens - ctx.tokens))
       kevo.log("kevo run %d: resumed after journal entry %d (%d evaluations, %.1f s of run " ..
                "time replayed); going on live", run_id, resumed_at, ctx.evals, ctx:elapsed())

@@ -67,6 +67,12 @@ end
 local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = true,
                      journal_end = true, replay = true}
 
+-- A stall (docs/strategies.md): STALL_BATCHES evaluation batches in a row that held only
+-- candidates evaluated before, or STALL_LLM_BATCHES in a row of such batches proposed by the
+-- LLM (each was a paid call). A resume of a finished run starts both counts afresh (the
+-- `resume` entry's `fresh_stall`), so a run that stalled goes on under a new budget.
+M.STALL_BATCHES, M.STALL_LLM_BATCHES = 50, 5
+
 -- depth: for "phase", the with_limits level whose budget ended (1 the outermost).
 local function stop(reason, message, depth)
   error(setmetatable({reason = reason, message = message, depth = depth}, Stop), 0)
@@ -209,9 +215,16 @@ function M.new(opts)
     -- a resume recorded here: the budgets from then on (absent: unlimited)
     tape.on_budgets = function(b)
       opts.max_evals, opts.time_s, opts.max_tokens = b.max_evals, b.time_s, b.max_tokens
+      if b.fresh_stall then M.fresh_stall(ctx) end
     end
   end
   return ctx
+end
+
+-- Starts the stall counts afresh (a resume of a finished run, recorded in its `resume`
+-- journal entry as fresh_stall, so a replay does the same at the same point).
+function M.fresh_stall(ctx)
+  ctx._dup_batches, ctx._dup_llm_batches = 0, 0
 end
 
 -- The run's time in seconds: live, since the run started (across resumes); replaying, the
@@ -464,13 +477,16 @@ function Ctx:evaluate(cands)
   if #todo == 0 then
     -- Only duplicates: free, but a strategy that keeps asking for known points is stuck.
     self._dup_batches = self._dup_batches + 1
-    if self._dup_batches >= 50 then stop("stall", "50 batches in a row held no new candidate") end
+    if self._dup_batches >= M.STALL_BATCHES then
+      stop("stall", M.STALL_BATCHES .. " batches in a row held no new candidate")
+    end
     -- each of those came from a paid call: give up much sooner on a model that only repeats
     local from_llm = false
     for _, c in ipairs(cands) do from_llm = from_llm or c.origin == "llm" end
     self._dup_llm_batches = from_llm and self._dup_llm_batches + 1 or 0
-    if self._dup_llm_batches >= 5 then
-      stop("stall", "the LLM proposed only known kernels 5 times in a row")
+    if self._dup_llm_batches >= M.STALL_LLM_BATCHES then
+      stop("stall", "the LLM proposed only known kernels " .. M.STALL_LLM_BATCHES ..
+           " times in a row")
     end
     return out
   end

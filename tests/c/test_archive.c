@@ -205,6 +205,26 @@ static void test_round_trip(void) {
   memset(&c, 0, sizeof c);
   CHECK(kevo_archive_llm_call_lookup(a, "{\"q\":1}", 0, cap_llm, &c, &found, &err) == KEVO_OK);
   CHECK(found && c.id == l_ok && !strcmp(c.text[0], "{\"a\":\"raw\"}")); /* not the 429 */
+  /* the range form: the oldest successful call of the run after an id, up to another */
+  ls.response = "{\"a\":\"second\"}";
+  int64_t l_ok2 = 0;
+  CHECK(kevo_archive_llm_call_add(a, &ls, &l_ok2, &err) == KEVO_OK && l_ok2 == l_ok + 1);
+  memset(&c, 0, sizeof c);
+  CHECK(kevo_archive_llm_call_next(a, "{\"q\":1}", 0, run, 0, l_ok2, cap_llm, &c, &found, &err) ==
+        KEVO_OK);
+  CHECK(found && c.id == l_ok && !strcmp(c.text[0], "{\"a\":\"raw\"}"));
+  CHECK(kevo_archive_llm_call_next(a, "{\"q\":1}", 0, run, l_ok, l_ok2, cap_llm, &c, &found,
+                                   &err) == KEVO_OK);
+  CHECK(found && c.id == l_ok2);
+  CHECK(kevo_archive_llm_call_next(a, "{\"q\":1}", 0, run, l_ok2, 1000, cap_llm, &c, &found,
+                                   &err) == KEVO_OK);
+  CHECK(found == 0);
+  CHECK(kevo_archive_llm_call_next(a, "{\"q\":1}", 0, run, 0, l_ok - 1, cap_llm, &c, &found,
+                                   &err) == KEVO_OK);
+  CHECK(found == 0); /* the 429 is no answer */
+  CHECK(kevo_archive_llm_call_next(a, "{\"q\":1}", 0, run + 1, 0, 1000, cap_llm, &c, &found,
+                                   &err) == KEVO_OK);
+  CHECK(found == 0); /* another run's */
   CHECK(kevo_archive_llm_call_lookup(a, "{\"q\":2}", 0, cap_llm, &c, &found, &err) == KEVO_OK);
   CHECK(found == 0);
   kevo_archive_close(a);

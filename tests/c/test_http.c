@@ -1,5 +1,6 @@
 /* The HTTP core without a server: argument checks, refused connections recorded per request,
- * start delays honoured, and kevo.llm usable (and safe) inside a strategy sandbox. */
+ * start delays honoured, responses handed over as each ends, and kevo.llm usable (and safe)
+ * inside a strategy sandbox. */
 #include "check.h"
 #include "http.h"
 #include "luastate.h"
@@ -7,6 +8,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <string.h>
 #include <time.h>
 
 static double now_s(void) {
@@ -50,6 +52,61 @@ static void test_core(void) {
   kevo_http_client_free(NULL);
 }
 
+typedef struct seen {
+  size_t order[4];
+  int errors[4];
+  double at[4];
+  size_t n;
+  int stop_after; /* return nonzero once this many have ended; 0: never */
+} seen;
+
+static int on_done(void *ud, size_t index, kevo_http_response *resp) {
+  seen *s = ud;
+  if (s->n < 4) {
+    s->order[s->n] = index;
+    s->errors[s->n] = resp->error;
+    s->at[s->n] = now_s();
+  }
+  s->n++;
+  return s->stop_after && (int)s->n >= s->stop_after ? KEVO_E_INTERNAL : KEVO_OK;
+}
+
+/* kevo_http_run_each hands each response over the moment it ends, in the order they end (the
+ * start delays order them here), and a nonzero return abandons the rest of the batch at once. */
+static void test_each(void) {
+  kevo_error err = {0};
+  kevo_http_client *c = NULL;
+  CHECK(kevo_http_client_new(&c, 4, &err) == KEVO_OK);
+  kevo_http_request rq[3] = {{.method = "GET", .url = "http://127.0.0.1:1/", .delay_ms = 300},
+                             {.method = "GET", .url = "http://127.0.0.1:1/"},
+                             {.method = "GET", .url = "http://127.0.0.1:1/", .delay_ms = 150}};
+  kevo_http_response rs[3];
+  for (int i = 0; i < 3; i++)
+    kevo_http_response_init(&rs[i]);
+  seen s = {0};
+  double t0 = now_s();
+  CHECK(kevo_http_run_each(c, rq, rs, 3, on_done, &s, &err) == KEVO_OK);
+  CHECK(s.n == 3 && s.order[0] == 1 && s.order[1] == 2 && s.order[2] == 0);
+  CHECK(s.errors[0] == KEVO_E_HTTP && s.errors[2] == KEVO_E_HTTP); /* final when handed over */
+  CHECK(s.at[1] - t0 >= 0.14 && s.at[2] - t0 >= 0.29);
+  for (int i = 0; i < 3; i++) {
+    kevo_http_response_free(&rs[i]);
+    kevo_http_response_init(&rs[i]);
+  }
+
+  /* the caller stops the batch after the first response: the others are abandoned, not run */
+  seen s2 = {.stop_after = 1};
+  t0 = now_s();
+  CHECK(kevo_http_run_each(c, rq, rs, 3, on_done, &s2, &err) == KEVO_E_INTERNAL);
+  CHECK(now_s() - t0 < 0.29); /* the request delayed by 300 ms never started */
+  CHECK(s2.n == 1 && s2.order[0] == 1);
+  CHECK(rs[0].error == KEVO_E_HTTP && strstr(rs[0].errmsg, "abandoned"));
+  CHECK(rs[2].error == KEVO_E_HTTP && strstr(rs[2].errmsg, "abandoned"));
+  for (int i = 0; i < 3; i++)
+    kevo_http_response_free(&rs[i]);
+  kevo_http_client_free(c);
+}
+
 /* kevo.llm inside a sandbox: it loads without io/os, reads no environment, and a generate
  * without a configured model raises (misuse) instead of reaching the network. */
 static void test_sandbox(void) {
@@ -80,6 +137,7 @@ static void test_sandbox(void) {
 
 int main(void) {
   test_core();
+  test_each();
   test_sandbox();
   CHECK_DONE();
 }

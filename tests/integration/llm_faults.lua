@@ -350,6 +350,49 @@ do
   s:close()
 end
 
+-- each reply is stored the moment it arrives, while a sibling of the batch is in flight (a
+-- kill then loses no reply that came: docs/resume.md)
+do
+  local clock = require("kevo.sys").clock
+  local s = session("openai")
+  local t0, stored_at = clock(), {}
+  local real_add = journal.llm_call_add
+  journal.llm_call_add = function(self, t)
+    stored_at[t.model] = clock() - t0
+    return real_add(self, t)
+  end
+  local res = s:batch{{messages = {{role = "user", content = "a"}}, model = "each/ok"},
+                      {messages = {{role = "user", content = "b"}}, model = "each/slow"}}
+  local took = clock() - t0
+  journal.llm_call_add = real_add
+  check(res[1].ok and res[2].ok, "batch of a fast and a slow call")
+  check(stored_at["each/ok"] and stored_at["each/ok"] < 0.8 and took >= 1,
+    "the fast reply is stored before its slow sibling ends", stored_at["each/ok"], took)
+  s:close()
+
+  -- kevo.http: on_done sees each response as it ends; an error there abandons the batch
+  local c = assert(http.client{concurrency = 4})
+  local stall = {url = URL .. "/v1/chat/completions", stall_timeout = 5,
+                 body = json.encode{model = "each/stall", messages = {{role = "user", content = "x"}}}}
+  local order = {}
+  res = c:request_many({{url = URL .. "/_log"}, {url = URL .. "/_log"}}, function(i, r)
+    order[#order + 1] = i
+    check(r.status == 200, "on_done gets the final response")
+  end)
+  check(#order == 2 and res[1].status == 200 and res[2].status == 200, "on_done once per request")
+  t0 = clock()
+  local boom = {}
+  local ok, err = pcall(c.request_many, c, {stall, {url = URL .. "/_log"}}, function(i)
+    if i == 2 then error(boom) end
+  end)
+  check(not ok and err == boom and clock() - t0 < 3,
+    "an error in on_done abandons the batch and comes out unchanged", err, clock() - t0)
+  res = c:request_many{{url = URL .. "/_log"}}
+  check(res[1].status == 200, "the client works after an abandoned batch")
+  check(not pcall(c.request_many, c, {}, 42), "on_done must be a function")
+  c:close()
+end
+
 -- misuse raises
 do
   local s = session("openai")

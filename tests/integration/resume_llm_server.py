@@ -4,7 +4,9 @@
 Every chat request is logged to LOG (argv[1]) as "recv <sha>" when it arrives and "sent <sha>"
 once its reply is written (sha: sha256 of the body, 16 hex digits). While the file CTL (argv[2])
 holds "hold <sha>", a request with that sha is logged as "held <sha>" and answered only after
-60 s (the test kills kevo meanwhile). Prints "PORT <n>" once listening on 127.0.0.1.
+60 s (the test kills kevo meanwhile); "holdone <sha>" holds only the first request with that
+sha (the samples of an n>1 batch have one body: one is held, its siblings are answered).
+Prints "PORT <n>" once listening on 127.0.0.1.
 """
 import hashlib
 import os
@@ -17,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_llm_server  # noqa: E402
 
 LOCK = threading.Lock()
+HELD = set()
 
 
 def log(line):
@@ -35,7 +38,12 @@ class Handler(run_llm_server.Handler):
                 ctl = f.read().split()
         except OSError:
             ctl = []
-        if ctl[:2] == ["hold", sha]:
+        hold = ctl[:2] == ["hold", sha]
+        if ctl[:2] == ["holdone", sha]:
+            with LOCK:
+                hold = sha not in HELD
+                HELD.add(sha)
+        if hold:
             log("held " + sha)
             time.sleep(60)
         # hand the body on to the rewriter as if it had just been read
