@@ -1,55 +1,48 @@
-"""kevo's Triton compile server.
+"""kevo's Triton compile server: a zygote that forks one confined process per compile.
 
-kevo starts this file (written out of the kevo binary into a private temporary directory)
-with a scrubbed environment, resource limits and, where the kernel has Landlock, no write
-access outside that directory. It imports Triton once, compiles a small kernel to warm up,
-says hello, and then answers compile requests until its input closes.
+kevo starts this file (written out of the kevo binary, with triton_check.py and
+triton_sandbox.py beside it, into a private directory) in its own session, with a short
+environment, under resource limits and Landlock (runtime/triton_spawn.c). It imports Triton
+once, compiles a small kernel to warm up, becomes an unprivileged user if it was started as
+root, says hello, and answers compile requests until its input closes.
+
+A candidate is code (Triton runs Python it meets in a kernel at compile time), so this process
+never runs any of it. For each request it forks a child, which walls itself in
+(triton_sandbox.confine: own session, no fds but a result pipe, no environment, rlimits,
+Landlock, seccomp without exec) before it reads the source; the child parses the source once,
+checks that tree (triton_check), runs it, makes sure the kernel Triton will compile is that
+tree (not text Triton re-read from elsewhere), runs Triton's stages up to PTX and sends the PTX
+and the stages' metadata back. The zygote checks that metadata, turns the PTX into a cubin with
+ptxas (an exec the child may not do; ptxas reads PTX, which is data), and replies. The child is
+reaped before the reply: no process and no state outlives a compile.
 
 Wire format (the same frames as kevo's evaluator worker, runtime/proto.h): a u32
 little-endian length, a JSON header, then the blobs the header announces in "blobs". Requests
-arrive on fd 3, replies leave on fd 4; fds 0-2 are not the protocol, so a stray print or a
-child process (ptxas) writing to stdout cannot corrupt a frame.
-
-Candidate sources are untrusted. Before anything of a source runs, its syntax tree is checked
-against an allow-list (check_source): imports of triton, triton.language and math only; at top
-level only @triton.jit functions, constants and string literals (the kevo:launch block); no
-names or attributes that reach Python's escape hatches. Triton's code generator calls plain
-Python functions it meets in a kernel body at compile time, so the bodies are checked too: an
-attribute chain rooted at a module may only pass through the modules in ALLOWED_MODULES.
+arrive on fd 3, replies leave on fd 4; fds 0-2 are not the protocol, so a stray print or
+ptxas's output cannot corrupt a frame.
 """
 
 import ast
 import json
 import linecache
 import os
+import re
+import select
+import signal
 import struct
 import sys
 import time
-import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_check  # noqa: E402
+import triton_sandbox  # noqa: E402
+from triton_check import Rejected  # noqa: E402
 
 PROTO_IN, PROTO_OUT = 3, 4
 MAX_HEADER = 16 << 20
-
-ALLOWED_IMPORTS = ("triton", "triton.language", "math")
-# Modules an attribute chain may pass through (checked against the real modules).
-ALLOWED_MODULES = ("triton", "triton.language", "triton.language.math", "triton.language.extra",
-                   "triton.language.extra.cuda", "triton.language.extra.libdevice",
-                   "triton.language.extra.cuda.libdevice", "math")
-# What a candidate may take from the triton package itself (its other functions, such as
-# triton.compile, would read files or change the server's state at compile time).
-TRITON_ROOT_ATTRS = frozenset(("jit", "language", "cdiv", "next_power_of_2"))
-# Names no candidate may mention, anywhere: Python's ways out of the allow-list.
-FORBIDDEN_NAMES = frozenset((
-    "exec", "eval", "open", "compile", "__import__", "getattr", "setattr", "delattr", "hasattr",
-    "globals", "locals", "vars", "dir", "breakpoint", "input", "help", "exit", "quit", "type",
-    "object", "super", "memoryview", "classmethod", "staticmethod", "property", "__builtins__",
-    "__loader__", "__spec__", "__file__", "__name__", "__dict__", "id", "print"))
-# Nodes a kernel body may not contain (Triton does not compile them anyway).
-FORBIDDEN_BODY_NODES = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef,
-                        ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Await, ast.Yield,
-                        ast.YieldFrom, ast.Try, ast.Delete, ast.AsyncFor, ast.AsyncWith)
-SAFE_BUILTINS = ("range", "min", "max", "len", "int", "float", "bool", "tuple", "list", "dict",
-                 "abs", "isinstance", "enumerate", "zip", "True", "False", "None")
+MAX_PTX = 64 << 20  # what a child may send back
+MAX_MESSAGE = 2000  # a diagnostic's length, as the model will read it
+SOURCE_NAME = "kevo-candidate:"  # code objects' file name: no file on disk, only linecache
 
 WARMUP_SRC = '''import triton
 import triton.language as tl
@@ -62,293 +55,116 @@ def kevo_warmup(x_ptr, n, BLOCK: tl.constexpr):
 '''
 
 
-class Rejected(Exception):
-    """A source broke a rule, or failed to compile: carries line, column and a message."""
-
-    def __init__(self, line, col, message, kind="error"):
-        super().__init__(message)
-        self.line, self.col, self.message, self.kind = line, col, message, kind
+def clip(text, n=MAX_MESSAGE):
+    """A message for the model: printable, one paragraph, at most n characters."""
+    text = "".join(c if c.isprintable() or c == "\n" else "?" for c in str(text)).strip()
+    return text if len(text) <= n else text[:n - 15] + " ...(truncated)"
 
 
-def reject(node, message):
-    raise Rejected(getattr(node, "lineno", 0), getattr(node, "col_offset", -1) + 1, message)
+class Compiler:
+    """Triton, imported; compiles to PTX in-process (the child) and PTX to cubin (the zygote)."""
 
-
-# --- the allow-list ---------------------------------------------------------------------------
-
-
-def is_constant_expr(node, depth=0):
-    """A literal: numbers, strings, booleans, None, +/- of them, tuples/lists of them."""
-    if depth > 8:
-        return False
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        return is_constant_expr(node.operand, depth + 1)
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(is_constant_expr(e, depth + 1) for e in node.elts)
-    return False
-
-
-class Checker:
-
-    def __init__(self, modules):
-        self.modules = modules  # the importable modules, by dotted name
-        self.aliases = {}  # local name -> the object it was imported as
-
-    def check(self, tree):
-        for stmt in tree.body:
-            self.check_top(stmt)
-
-    def check_top(self, stmt):
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and \
-                isinstance(stmt.value.value, str):
-            return  # a docstring or the kevo:launch block
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.name not in ALLOWED_IMPORTS:
-                    reject(stmt, f"import of '{a.name}' is not allowed (only triton, "
-                           "triton.language and math)")
-                if a.asname:
-                    self.aliases[a.asname] = self.modules[a.name]
-                else:
-                    self.aliases[a.name.split(".")[0]] = self.modules[a.name.split(".")[0]]
-            return
-        if isinstance(stmt, ast.ImportFrom):
-            if stmt.level or stmt.module not in ALLOWED_IMPORTS:
-                reject(stmt, f"import from '{stmt.module or '.'}' is not allowed (only triton, "
-                       "triton.language and math)")
-            for a in stmt.names:
-                if a.name == "*" or a.name.startswith("_"):
-                    reject(stmt, f"'from {stmt.module} import {a.name}' is not allowed")
-                value = getattr(self.modules[stmt.module], a.name, None)
-                if stmt.module == "triton" and a.name not in TRITON_ROOT_ATTRS:
-                    reject(stmt, f"'from triton import {a.name}' is not allowed (only "
-                           f"{', '.join(sorted(TRITON_ROOT_ATTRS))})")
-                self.check_reached(stmt, value, f"{stmt.module}.{a.name}")
-                self.aliases[a.asname or a.name] = value
-            return
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for t in targets:
-                if not isinstance(t, ast.Name) or t.id.startswith("__") or \
-                        t.id in FORBIDDEN_NAMES or t.id in self.aliases:
-                    reject(t, "a top-level assignment must bind a plain new name")
-            if isinstance(stmt, ast.AnnAssign):
-                self.check_annotation(stmt.annotation)
-            if stmt.value is not None and not self.is_constant_value(stmt.value):
-                reject(stmt.value, "a top-level constant must be a literal or "
-                       "tl.constexpr(literal)")
-            return
-        if isinstance(stmt, ast.FunctionDef):
-            self.check_function(stmt)
-            return
-        reject(stmt, f"'{type(stmt).__name__}' is not allowed at top level (only @triton.jit "
-               "functions, imports of triton, triton.language and math, constants and strings)")
-
-    def is_constant_value(self, node):
-        if is_constant_expr(node):
-            return True
-        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
-                is_constant_expr(node.args[0]):
-            return self.resolve(node.func) is self.modules["triton.language"].constexpr
-        return False
-
-    def resolve(self, node):
-        """The object an attribute chain rooted at an imported name means, or None."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                return None
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name) or node.id not in self.aliases:
-            return None
-        obj = self.aliases[node.id]
-        for part in reversed(parts):
-            obj = getattr(obj, part, None)
-        return obj
-
-    def check_reached(self, node, value, what):
-        if isinstance(value, type(sys)) and value.__name__ not in ALLOWED_MODULES:
-            reject(node, f"'{what}' reaches module '{value.__name__}', which is not allowed")
-
-    def check_decorator(self, dec):
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        if self.resolve(target) is not self.modules["triton"].jit:
-            reject(dec, "the only decorator allowed is @triton.jit")
-        if isinstance(dec, ast.Call):
-            if dec.args or not all(is_constant_expr(k.value) for k in dec.keywords):
-                reject(dec, "@triton.jit(...) takes only literal keyword arguments")
-
-    def check_annotation(self, node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return
-        if not isinstance(node, (ast.Name, ast.Attribute)):
-            reject(node, "an annotation must be a name such as tl.constexpr")
-        self.check_expr(node)
-
-    def check_function(self, fn):
-        if len(fn.decorator_list) != 1:
-            where = fn.decorator_list[1] if fn.decorator_list else fn
-            reject(where, f"function '{fn.name}' must have exactly one decorator, @triton.jit")
-        self.check_decorator(fn.decorator_list[0])
-        if fn.name.startswith("__") or fn.name in FORBIDDEN_NAMES or fn.name in self.aliases:
-            reject(fn, f"function name '{fn.name}' is not allowed")
-        args = fn.args
-        if args.vararg or args.kwarg:
-            reject(fn, "a kernel takes no *args or **kwargs")
-        for a in args.posonlyargs + args.args + args.kwonlyargs:
-            if a.annotation is not None:
-                self.check_annotation(a.annotation)
-        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
-            if not is_constant_expr(d):
-                reject(d, "a parameter default must be a literal")
-        if fn.returns is not None:
-            self.check_annotation(fn.returns)
-        for stmt in fn.body:
-            self.check_expr(stmt)
-
-    def check_expr(self, root):
-        """Walks a kernel body (or an annotation) for forbidden nodes, names and attributes."""
-        nodes = list(ast.walk(root))
-        attr_bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-        for node in nodes:
-            if isinstance(node, FORBIDDEN_BODY_NODES):
-                reject(node, f"'{type(node).__name__}' is not allowed in a kernel")
-            if isinstance(node, ast.Attribute):
-                if node.attr.startswith("_"):
-                    reject(node, f"attribute '{node.attr}' is not allowed (no attributes "
-                           "starting with '_')")
-                self.check_chain(node)
-            elif isinstance(node, ast.Name):
-                if node.id in FORBIDDEN_NAMES or node.id.startswith("__"):
-                    reject(node, f"name '{node.id}' is not allowed")
-                if isinstance(self.aliases.get(node.id), type(sys)) and id(node) not in attr_bases:
-                    # A module may only be used through an attribute chain, never as a value
-                    # (x = tl) whose attributes would escape check_chain.
-                    reject(node, f"module '{node.id}' may only be used as in {node.id}.name")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, bytes):
-                reject(node, "bytes literals are not allowed")
-
-    def check_chain(self, node):
-        """An attribute chain rooted at an import may pass only through allowed modules."""
-        parts = []
-        base = node
-        while isinstance(base, ast.Attribute):
-            parts.append(base.attr)
-            base = base.value
-        if not isinstance(base, ast.Name) or base.id not in self.aliases:
-            return  # an attribute of a value (x.dtype): no module is reached this way
-        obj, what = self.aliases[base.id], base.id
-        self.check_reached(node, obj, what)
-        for part in reversed(parts):
-            if obj is self.modules["triton"] and part not in TRITON_ROOT_ATTRS:
-                reject(node, f"'{what}.{part}' is not allowed (from triton itself only "
-                       f"{', '.join(sorted(TRITON_ROOT_ATTRS))})")
-            obj = getattr(obj, part, None)
-            what += "." + part
-            self.check_reached(node, obj, what)
-
-
-def check_source(src, filename, modules):
-    """Parses and checks a source; raises Rejected with the line of the first problem."""
-    try:
-        tree = ast.parse(src, filename=filename)
-    except SyntaxError as e:
-        raise Rejected(e.lineno or 0, e.offset or 0, f"syntax error: {e.msg}")
-    checker = Checker(modules)
-    checker.check(tree)
-    return tree, checker
-
-
-# --- compiling --------------------------------------------------------------------------------
-
-
-class Server:
-
-    def __init__(self, workdir):
+    def __init__(self):
         import math
         import triton
         import triton.language as tl
+        from triton._C.libtriton import ir
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
+        from triton.compiler.compiler import make_backend
+        from triton.compiler.errors import CompilationError
         import triton.language.extra.cuda.libdevice  # noqa: F401 (reachable from kernels)
-        self.triton, self.tl, self.GPUTarget, self.ASTSource = triton, tl, GPUTarget, ASTSource
-        self.modules = {"triton": triton, "triton.language": tl, "math": math}
-        self.workdir = workdir
-        self.srcdir = os.path.join(workdir, "src")
-        os.makedirs(self.srcdir, exist_ok=True)
+        self.triton, self.tl, self.ir = triton, tl, ir
+        self.GPUTarget, self.ASTSource, self.make_backend = GPUTarget, ASTSource, make_backend
+        self.CompilationError = CompilationError
+        self.JITFunction = triton.runtime.jit.JITFunction
+        self.policy = triton_check.Policy({"triton": triton, "triton.language": tl,
+                                           "math": math})
         self.count = 0
 
+    # --- in the child: source -> PTX ------------------------------------------------------
+
+    def load(self, src, filename):
+        """Parses and checks the source once, runs that tree's top level, and returns its
+        namespace and the checked functions. Triton re-reads a kernel's text (from the first
+        line that looks like `def name(`); the kernels it will compile are compared with the
+        checked tree, and a difference is refused."""
+        tree = triton_check.check_source(src, filename, self.policy)
+        self.count += 1
+        path = f"{SOURCE_NAME}{filename}"
+        linecache.cache[path] = (len(src), None, src.splitlines(True), path)
+        builtins = {k: __builtins__[k] if isinstance(__builtins__, dict) else getattr(
+            __builtins__, k) for k in triton_check.SAFE_BUILTINS}
+        builtins["__import__"] = self.restricted_import
+        ns = {"__builtins__": builtins, "__name__": f"kevo_candidate_{self.count}"}
+        exec(compile(tree, path, "exec"), ns)
+        defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for name, node in defs.items():
+            fn = ns.get(name)
+            if not isinstance(fn, self.JITFunction) or fn.fn.__code__.co_filename != path:
+                raise Rejected(node.lineno, node.col_offset + 1,
+                               f"'{name}' is not the @triton.jit function written here")
+            try:
+                seen = fn.parse().body[0]
+            except Exception:
+                seen = None
+            if seen is None or ast.dump(seen) != triton_check.without_decorators(node):
+                raise Rejected(node.lineno, node.col_offset + 1,
+                               f"Triton would compile text other than the function '{name}' "
+                               "that was checked (a 'def' hidden in a string before it?)")
+        return ns, {n: d.lineno for n, d in defs.items()}
+
     def restricted_import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        if level or name not in ALLOWED_IMPORTS:
+        if level or name not in triton_check.ALLOWED_IMPORTS:
             raise ImportError(f"import of '{name}' is not allowed")
         mod = sys.modules[name]
         return mod if fromlist else sys.modules[name.split(".")[0]]
 
-    def load(self, src, filename):
-        """Checks, then runs a source's top level; returns its namespace and def lines."""
-        tree, checker = check_source(src, filename, self.modules)
-        self.count += 1
-        path = os.path.join(self.srcdir, f"candidate_{os.getpid()}_{self.count}.py")
-        with open(path, "w") as f:
-            f.write(src)
-        builtins = {k: __builtins__[k] if isinstance(__builtins__, dict) else getattr(
-            __builtins__, k) for k in SAFE_BUILTINS}
-        builtins["__import__"] = self.restricted_import
-        ns = {"__builtins__": builtins, "__name__": f"kevo_candidate_{self.count}"}
-        code = compile(tree, path, "exec")
-        try:
-            exec(code, ns)
-        finally:
-            os.unlink(path)
-        lines = {n.name: n.lineno for n in tree.body if isinstance(n, ast.FunctionDef)}
-        return ns, lines
+    def target(self, req):
+        arch = str(req.get("arch") or "sm_90")
+        m = re.fullmatch(r"sm_(\d+)a?", arch)
+        cc = int(m.group(1)) if m else int(arch) if arch.isdigit() else 0
+        if not 50 <= cc <= 200:
+            raise Rejected(0, 0, f"unknown arch '{clip(arch, 32)}'")
+        target = self.GPUTarget("cuda", cc, 32)
+        backend = self.make_backend(target)
+        options = backend.parse_options({"num_warps": int(req.get("num_warps", 4)),
+                                         "num_stages": int(req.get("num_stages", 3))})
+        return cc, target, backend, options
 
-    def compile(self, req):
-        filename = req.get("filename") or "candidate.py"
+    def to_ptx(self, req):
+        """Triton's stages up to PTX for the request's kernel. Returns (ptx, metadata, extra);
+        raises Rejected."""
+        filename = str(req.get("filename") or "candidate.py")[:200]
         kernel_name = req["kernel"]
-        src = req["src"]
-        t0 = time.monotonic()
         ns, def_lines = {}, {}
         try:
-            ns, def_lines = self.load(src, filename)
+            ns, def_lines = self.load(req["src"], filename)
             fn = ns.get(kernel_name)
-            if not isinstance(fn, self.triton.runtime.jit.JITFunction):
-                raise Rejected(0, 0, f"no @triton.jit function named '{kernel_name}'")
+            if not isinstance(fn, self.JITFunction):
+                raise Rejected(0, 0, f"no @triton.jit function named '{clip(kernel_name, 64)}'")
             srcinfo = self.signature(fn, req)
-            asts = self.ASTSource(fn, srcinfo["signature"], srcinfo["constexprs"],
-                                  srcinfo["attrs"])
-            arch = str(req.get("arch") or "sm_90")
-            cc = int(arch[3:].rstrip("a")) if arch.startswith("sm_") else int(arch)
-            target = self.GPUTarget("cuda", cc, 32)
-            opts = {"num_warps": int(req.get("num_warps", 4)),
-                    "num_stages": int(req.get("num_stages", 3))}
-            ck = self.triton.compile(asts, target=target, options=opts)
+            src = self.ASTSource(fn, srcinfo["signature"], srcinfo["constexprs"],
+                                 srcinfo["attrs"])
+            cc, target, backend, options = self.target(req)
+            metadata = {"target": target, **options.__dict__}
+            stages = {}
+            backend.add_stages(stages, options, src.language)
+            context = self.ir.context()
+            self.ir.load_dialects(context)
+            backend.load_dialects(context)
+            module = src.make_ir(target, options, backend.get_codegen_implementation(options),
+                                 backend.get_module_map(), context)
+            for ext in ("ttir", "ttgir", "llir", "ptx"):
+                module = stages[ext](module, metadata)
         except Rejected:
             raise
         except Exception as e:
-            raise self.diagnose(e, ns, def_lines, filename)
-        finally:
-            linecache.clearcache()
-        md = ck.metadata
-        extra = [{"name": "global_scratch", "type": "*i8",
-                  "bytes_per_program": int(md.global_scratch_size or 0),
-                  "align": int(md.global_scratch_align or 1)},
-                 {"name": "profile_scratch", "type": "*i8",
-                  "bytes_per_program": int(md.profile_scratch_size or 0),
-                  "align": int(md.profile_scratch_align or 1)}]
-        info = {"name": md.name, "num_warps": int(md.num_warps), "num_stages": opts["num_stages"],
-                "threads": int(md.num_warps) * int(md.warp_size), "shared": int(md.shared),
-                "num_ctas": int(md.num_ctas), "launch_pdl": bool(md.launch_pdl),
-                "launch_cooperative_grid": bool(md.launch_cooperative_grid),
-                "tmem_size": int(md.tmem_size or 0), "arch": f"sm_{cc}",
-                "params": srcinfo["params"], "extra_args": extra,
-                "constexprs": {k: v for k, v in srcinfo["constexprs"].items()},
-                "triton_version": self.triton.__version__,
-                "server_ms": (time.monotonic() - t0) * 1000.0}
-        return info, ck.asm["cubin"]
+            raise self.diagnose(e, ns, def_lines)
+        keep = ("name", "shared", "num_warps", "tmem_size", "global_scratch_size",
+                "global_scratch_align", "profile_scratch_size", "profile_scratch_align")
+        md = {k: metadata.get(k) for k in keep}
+        return module, md, {"params": srcinfo["params"], "constexprs": srcinfo["constexprs"]}
 
     def signature(self, fn, req):
         """Triton's signature, constexprs and attributes for fn from the request.
@@ -394,14 +210,20 @@ class Server:
                            f"'{fn.__name__}'")
         return {"signature": sig, "constexprs": cx, "attrs": attrs, "params": params}
 
-    def diagnose(self, e, ns, def_lines, filename):
-        """A Rejected with the candidate's own line for an exception from Triton."""
+    def diagnose(self, e, ns, def_lines):
+        """A Rejected for an exception from Triton: its own diagnostic (CompilationError: the
+        message and the kernel's line) where it has one; otherwise only the exception's type
+        and first line, clipped. Never a traceback."""
         node = getattr(e, "node", None)
-        msg = getattr(e, "error_message", None) or str(e).strip() or type(e).__name__
-        cause = e.__cause__ or e.__context__
-        if not getattr(e, "error_message", None) and cause is not None and \
-                str(cause).strip() and str(cause).strip() not in msg:
-            msg = f"{msg}: {str(cause).strip()}"
+        if isinstance(e, self.CompilationError):
+            msg = getattr(e, "error_message", None) or ""
+            cause = e.__cause__ or e.__context__
+            if not msg and cause is not None:
+                msg = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0:1]}"
+            msg = msg or "compilation error"
+        else:
+            first = (str(e).strip().splitlines() or [""])[0]
+            msg = f"{type(e).__name__}: {first}" if first else type(e).__name__
         line, col = 0, 0
         if node is not None and hasattr(node, "lineno"):
             src = getattr(e, "src", None)
@@ -412,21 +234,58 @@ class Server:
                     break
         elif isinstance(e, SyntaxError):
             line, col = e.lineno or 0, e.offset or 0
-        else:
-            tb = traceback.extract_tb(e.__traceback__)
-            for fr in reversed(tb):
-                if os.path.basename(fr.filename).startswith("candidate_"):
-                    line = fr.lineno
-                    break
-        return Rejected(line, col, msg.splitlines()[-1] if len(msg) > 2000 else msg)
+        return Rejected(line, col, clip(msg))
+
+    # --- in the zygote: PTX -> cubin --------------------------------------------------------
+
+    def to_cubin(self, req, ptx, md, extra):
+        """Checks a child's result against the request and runs ptxas. Returns (info, cubin)."""
+        cc, target, backend, options = self.target(req)
+        name = md.get("name")
+        if name != req["kernel"] or not isinstance(name, str) or \
+                not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,254}", name) or \
+                not re.search(r"^\s*\.visible\s+\.entry\s+" + re.escape(name) + r"\s*\(", ptx,
+                              re.MULTILINE):
+            raise ValueError("the compile's result does not name the requested kernel")
+        ints = {}
+        for k, lo, hi in (("shared", 0, 1 << 24), ("num_warps", 1, 64), ("tmem_size", 0, 1 << 24),
+                          ("global_scratch_size", 0, 1 << 30), ("global_scratch_align", 1, 4096),
+                          ("profile_scratch_size", 0, 1 << 30),
+                          ("profile_scratch_align", 1, 4096)):
+            v = md.get(k)
+            v = lo if v is None else v
+            if type(v) is not int or not lo <= v <= hi:
+                raise ValueError(f"the compile's result has a bad '{k}'")
+            ints[k] = v
+        if ints["num_warps"] != options.num_warps:
+            raise ValueError("the compile's result has other num_warps than asked for")
+        cubin = backend.make_cubin(ptx, {}, options, cc)
+        info = {"name": name, "num_warps": ints["num_warps"], "num_stages": options.num_stages,
+                "threads": ints["num_warps"] * 32, "shared": ints["shared"],
+                "num_ctas": int(options.num_ctas), "launch_pdl": bool(options.launch_pdl),
+                "launch_cooperative_grid": bool(options.launch_cooperative_grid),
+                "tmem_size": ints["tmem_size"], "arch": f"sm_{cc}",
+                "params": extra["params"], "constexprs": extra["constexprs"],
+                "extra_args": [{"name": "global_scratch", "type": "*i8",
+                                "bytes_per_program": ints["global_scratch_size"],
+                                "align": ints["global_scratch_align"]},
+                               {"name": "profile_scratch", "type": "*i8",
+                                "bytes_per_program": ints["profile_scratch_size"],
+                                "align": ints["profile_scratch_align"]}],
+                "triton_version": self.triton.__version__}
+        return info, cubin
 
 
 # --- frames -----------------------------------------------------------------------------------
 
 
-def read_exact(fd, n):
+def read_exact(fd, n, deadline=None):
     chunks = []
     while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
         b = os.read(fd, min(n, 1 << 20))
         if not b:
             return None
@@ -435,15 +294,24 @@ def read_exact(fd, n):
     return b"".join(chunks)
 
 
-def read_frame(fd):
-    head = read_exact(fd, 4)
+def read_frame(fd, max_header=MAX_HEADER, max_blob=MAX_PTX, deadline=None):
+    head = read_exact(fd, 4, deadline)
     if head is None:
         return None, []
     (n, ) = struct.unpack("<I", head)
-    if n > MAX_HEADER:
+    if n > max_header:
         raise ValueError("frame header too large")
-    header = json.loads(read_exact(fd, n))
-    blobs = [read_exact(fd, int(s)) for s in header.get("blobs", [])]
+    raw = read_exact(fd, n, deadline)
+    header = json.loads(raw) if raw is not None else None
+    if not isinstance(header, dict):
+        raise ValueError("bad frame header")
+    sizes = header.get("blobs", [])
+    if not isinstance(sizes, list) or len(sizes) > 4 or \
+            any(type(s) is not int or not 0 <= s <= max_blob for s in sizes):
+        raise ValueError("bad frame blobs")
+    blobs = [read_exact(fd, s, deadline) for s in sizes]
+    if any(b is None for b in blobs):
+        raise ValueError("short frame")
     return header, blobs
 
 
@@ -456,63 +324,204 @@ def write_frame(fd, header, blobs=()):
         view = view[os.write(fd, view):]
 
 
-def selftest(req):
-    """What the sandbox looks like from inside: for kevo's own tests and diagnostics."""
-    out = {"ok": True, "pid": os.getpid(), "cwd": os.getcwd(), "env": sorted(os.environ)}
-    path = req.get("write")
-    if path:
+# --- the zygote -------------------------------------------------------------------------------
+
+
+class Zygote:
+
+    def __init__(self, limits):
+        self.compiler = Compiler()
+        self.limits = limits  # as_bytes, fsize_bytes, nofile for each child
+        self.abi = triton_sandbox.landlock_abi()
+        self.paths = triton_sandbox.read_paths()
+        self.pid = os.getpid()
+
+    def warm_up(self, arch):
+        """Everything Triton loads or runs lazily (LLVM, dialects, ptxas --version), once, here:
+        a child may not exec and need not read anything new."""
+        from triton.backends.nvidia.compiler import get_ptxas
+        for cc in (90, 100):
+            try:
+                get_ptxas(cc).version
+            except Exception:
+                pass
+        req = {"src": WARMUP_SRC, "kernel": "kevo_warmup", "signature": ["*fp32", "i32"],
+               "constexprs": {"BLOCK": 128}, "arch": arch, "filename": "warmup.py"}
+        ptx, md, extra = self.compiler.to_ptx(req)
+        self.compiler.to_cubin(req, ptx, md, extra)
+        linecache.clearcache()
+
+    def drop_root(self):
+        """Started as root, the zygote becomes the unprivileged user kevo named once Triton is
+        imported (Python itself may live where only root can look), before any request: a
+        candidate that escapes every other wall still cannot read root's files (/etc/shadow,
+        /proc/<kevo>/environ) or act as root."""
+        uid, gid = self.limits.get("drop_uid", -1), self.limits.get("drop_gid", -1)
+        if os.geteuid() != 0 or uid is None or uid < 0:
+            return
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
         try:
-            with open(path, "w") as f:
-                f.write("kevo sandbox self-test\n")
-            out["write"] = "allowed"
-        except OSError as e:
-            out["write"] = f"denied: {e.strerror}"
-    return out
+            os.setresuid(0, 0, 0)
+        except PermissionError:
+            return
+        raise OSError("root could be regained after dropping it")
+
+    def child(self, req, wfd):
+        """In the fork: confine, compile to PTX, send the result, exit. Never returns."""
+        code = 0
+        try:
+            limits = dict(self.limits)
+            timeout = float(req.get("timeout") or 120)
+            limits["cpu_s"] = int(timeout) + 2
+            out = triton_sandbox.confine(wfd, self.pid, limits, self.paths, self.abi)
+        except BaseException as e:
+            try:
+                write_frame(wfd, {"ok": False, "sandbox": True,
+                                  "error": clip(f"the compile sandbox could not be set up: {e}")})
+            finally:
+                os._exit(3)
+        try:
+            ptx, md, extra = self.compiler.to_ptx(req)
+            write_frame(out, {"ok": True, "md": md, "extra": extra}, [ptx.encode()])
+        except Rejected as r:
+            write_frame(out, {"ok": False, "error": clip(r.message), "line": r.line, "col": r.col})
+        except BaseException as e:  # MemoryError, RecursionError, ...: its type only
+            code = 1
+            try:
+                write_frame(out, {"ok": False, "error": f"compile failed: {type(e).__name__}"})
+            except BaseException:
+                pass
+        os._exit(code)
+
+    def compile(self, req):
+        """One request: fork, wait for the child's result (or its deadline), reap it, make the
+        cubin. Returns the reply header fields and the blobs."""
+        if not isinstance(req.get("src"), str) or not isinstance(req.get("kernel"), str):
+            return {"ok": False, "error": "a compile request needs src and kernel"}, []
+        t0 = time.monotonic()
+        timeout = float(req.get("timeout") or 120)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            self.child(req, w)
+        os.close(w)
+        result, blobs, why = None, [], None
+        try:
+            result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout)
+        except TimeoutError:
+            why = "timeout"
+        except (ValueError, OSError):
+            why = "bad result"
+        finally:
+            os.close(r)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(pid, 0)
+        if why == "timeout":
+            return {"ok": False, "timeout": True,
+                    "error": f"compiling took longer than {timeout:g} s"}, []
+        if result is None:
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+            how = f"killed by signal {sig} ({signal.Signals(sig).name})" if sig else \
+                f"exited with status {os.waitstatus_to_exitcode(status)}"
+            hint = " (over its memory or CPU limit?)" if sig in (signal.SIGKILL, signal.SIGXCPU,
+                                                                 signal.SIGSEGV) else ""
+            return {"ok": False, "error": f"the compile process {how}{hint} and sent no "
+                    "result"}, []
+        if result.get("sandbox"):
+            return {"ok": False, "internal": True, "error": clip(result.get("error"))}, []
+        if not result.get("ok"):
+            line, col = result.get("line", 0), result.get("col", 0)
+            line = line if type(line) is int and 0 <= line < 1 << 24 else 0
+            col = col if type(col) is int and 0 <= col < 1 << 24 else 0
+            msg = clip(result.get("error") or "compile failed")
+            return {"ok": False, "error": msg,
+                    "diagnostics": [{"line": line, "col": col, "severity": "error",
+                                     "message": msg}]}, []
+        try:
+            ptx = blobs[0].decode("ascii")
+            md, extra = result.get("md"), result.get("extra")
+            if not isinstance(md, dict) or not isinstance(extra, dict):
+                raise ValueError("the compile's result lacks its metadata")
+            info, cubin = self.compiler.to_cubin(req, ptx, md, extra)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [""])[0]
+            msg = clip(f"{type(e).__name__}: {first}", 500)
+            return {"ok": False, "error": msg,
+                    "diagnostics": [{"line": 0, "col": 0, "severity": "error",
+                                     "message": msg}]}, []
+        info["server_ms"] = (time.monotonic() - t0) * 1000.0
+        return {"ok": True, "info": info}, [cubin]
+
+    def selftest(self, req):
+        """The child's wall seen from inside, for kevo's tests: runs in a confined fork."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                out = triton_sandbox.confine(w, self.pid, dict(self.limits, cpu_s=10),
+                                             self.paths, self.abi)
+                rep = {"ok": True, "pid": os.getpid(), "zygote": self.pid,
+                       "cwd": os.getcwd(), "env": sorted(os.environ), "uid": os.getuid(),
+                       "sid": os.getsid(0), "landlock": self.abi}
+                path = req.get("write")
+                if path:
+                    try:
+                        with open(path, "w") as f:
+                            f.write("kevo sandbox self-test\n")
+                        rep["write"] = "allowed"
+                    except OSError as e:
+                        rep["write"] = f"denied: {e.strerror}"
+                write_frame(out, rep)
+            except BaseException as e:
+                write_frame(w, {"ok": False, "error": clip(str(e))})
+            os._exit(0)
+        os.close(w)
+        try:
+            rep, _ = read_frame(r, 1 << 20, 0, time.monotonic() + 30)
+        finally:
+            os.close(r)
+            os.waitpid(pid, 0)
+        return rep or {"ok": False, "error": "no reply"}
 
 
 def main():
-    workdir = os.getcwd()
     arch = sys.argv[1] if len(sys.argv) > 1 else "sm_90"
+    limits = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
     t0 = time.monotonic()
     try:
-        server = Server(workdir)
+        zygote = Zygote(limits)
         import_ms = (time.monotonic() - t0) * 1000.0
-        warm = {"src": WARMUP_SRC, "kernel": "kevo_warmup", "signature": ["*fp32", "i32"],
-                "constexprs": {"BLOCK": 128}, "arch": arch, "filename": "warmup.py"}
-        server.compile(warm)
+        zygote.warm_up(arch)
+        zygote.drop_root()
     except Exception as e:
         write_frame(PROTO_OUT, {"op": "hello", "ok": False,
                                 "error": f"{type(e).__name__}: {e}"})
         return 1
-    write_frame(PROTO_OUT, {"op": "hello", "ok": True, "triton": server.triton.__version__,
+    write_frame(PROTO_OUT, {"op": "hello", "ok": True, "triton": zygote.compiler.triton.__version__,
                             "python": sys.version.split()[0], "pid": os.getpid(),
-                            "import_ms": import_ms,
+                            "landlock": zygote.abi, "import_ms": import_ms,
                             "warmup_ms": (time.monotonic() - t0) * 1000.0 - import_ms})
     while True:
         req, _ = read_frame(PROTO_IN)
         if req is None or req.get("op") == "bye":
             return 0
         reply = {"id": req.get("id"), "op": req.get("op")}
+        blobs = []
         if req.get("op") == "selftest":
-            reply.update(selftest(req))
-            write_frame(PROTO_OUT, reply)
-            continue
-        if req.get("op") != "compile":
-            reply.update(ok=False, error=f"unknown op '{req.get('op')}'")
-            write_frame(PROTO_OUT, reply)
-            continue
-        try:
-            info, cubin = server.compile(req)
-            reply.update(ok=True, info=info)
-            write_frame(PROTO_OUT, reply, [cubin])
-        except Rejected as r:
-            reply.update(ok=False, error=r.message,
-                         diagnostics=[{"line": r.line, "col": r.col, "severity": r.kind,
-                                       "message": r.message}])
-            write_frame(PROTO_OUT, reply)
-        except Exception as e:  # a bug in this server, not in the candidate
-            reply.update(ok=False, error=f"internal: {type(e).__name__}: {e}")
-            write_frame(PROTO_OUT, reply)
+            reply.update(zygote.selftest(req))
+        elif req.get("op") == "compile":
+            fields, blobs = zygote.compile(req)
+            reply.update(fields)
+        else:
+            reply.update(ok=False, error=f"unknown op '{clip(req.get('op'), 32)}'")
+        write_frame(PROTO_OUT, reply, blobs)
 
 
 if __name__ == "__main__":

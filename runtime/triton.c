@@ -24,8 +24,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SERVER_RESOURCE "python/triton_server.py"
+/* The server and the two modules it imports from its own directory. */
+static const char *const server_files[] = {"python/triton_server.py", "python/triton_check.py",
+                                           "python/triton_sandbox.py"};
 enum { MAX_SERVERS = 16 };
+/* A source longer than this is refused before it reaches a server: 6x escaped it still fits a
+ * frame header, and no kernel is nearly this long. */
+#define MAX_SOURCE ((size_t)1 << 20)
+/* kevo's own deadline is the compile's plus this: the server kills a late compile process
+ * itself (and stays warm); kevo kills the server only when the server itself stops answering. */
+#define SERVER_GRACE_S 15.0
+/* The unprivileged user the servers run as when kevo runs as root (nobody on Debian). */
+#define DROP_UID 65534
+#define DROP_GID 65534
+#define MAX_DIAG 2000 /* bytes of one diagnostic's message */
 
 enum { SRV_DEAD, SRV_STARTING, SRV_IDLE, SRV_BUSY };
 
@@ -131,23 +143,32 @@ int triton_pool_new(const triton_pool_opts *opts, triton_pool **out, kevo_error 
   if (p->nmax > MAX_SERVERS) p->nmax = MAX_SERVERS;
   for (int i = 0; i < MAX_SERVERS; i++)
     p->srv[i].proc = (triton_proc){0, -1, -1};
-  const struct kevo_resource *res = kevo_resource_find(SERVER_RESOURCE);
-  if (!res) {
-    rc = kevo_fail(err, KEVO_E_INTERNAL, "%s is not embedded in this binary", SERVER_RESOURCE);
-    goto fail;
-  }
-  kevo_sha256_hex(res->data, res->size, p->server_sha);
   const char *tmp = getenv("TMPDIR");
   snprintf(p->dir, sizeof p->dir, "%s/kevo-triton-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(p->dir)) {
     rc = kevo_fail(err, KEVO_E_IO, "mkdtemp %s: %s", p->dir, strerror(errno));
     goto fail;
   }
-  snprintf(p->script, sizeof p->script, "%s/triton_server.py", p->dir);
-  if (triton_write_file(p->script, res->data, res->size, 0444) != 0) {
-    rc = kevo_fail(err, KEVO_E_IO, "writing %s: %s", p->script, strerror(errno));
-    goto fail;
+  /* As root the servers run as nobody: they must reach their files, never write them. */
+  if (geteuid() == 0) chmod(p->dir, 0711);
+  kevo_sha256 sha;
+  kevo_sha256_init(&sha);
+  for (size_t i = 0; i < sizeof server_files / sizeof *server_files; i++) {
+    const struct kevo_resource *res = kevo_resource_find(server_files[i]);
+    if (!res) {
+      rc = kevo_fail(err, KEVO_E_INTERNAL, "%s is not embedded in this binary", server_files[i]);
+      goto fail;
+    }
+    kevo_sha256_update(&sha, res->data, res->size);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", p->dir, strrchr(server_files[i], '/') + 1);
+    if (i == 0) snprintf(p->script, sizeof p->script, "%s", path);
+    if (triton_write_file(path, res->data, res->size, 0444) != 0) {
+      rc = kevo_fail(err, KEVO_E_IO, "writing %s: %s", path, strerror(errno));
+      goto fail;
+    }
   }
+  kevo_sha256_final_hex(&sha, p->server_sha);
   /* keep the warm-up arch in the pool's own storage */
   static const char *const known[] = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100"};
   p->o.arch = "sm_90";
@@ -226,6 +247,19 @@ static void describe_status(int status, char *out, size_t n) {
     snprintf(out, n, "exited with status %d", WEXITSTATUS(status));
 }
 
+/* Memory each compile process may map: a quarter of the machine's RAM shared among the servers,
+ * at least 4 GiB (Triton and LLVM map about 2.5 GiB before compiling anything), at most 32 GiB. */
+static double child_as_limit(int servers) {
+  double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+  double gib = (double)(1ull << 30), lim = ram > 0 ? ram / 4 / (servers > 0 ? servers : 1) : 0;
+  return lim < 4 * gib ? 4 * gib : lim > 32 * gib ? 32 * gib : lim;
+}
+
+/* The server's address space: its children's limit and room for ptxas's own. */
+static double server_as_limit(int servers) {
+  return child_as_limit(servers) + 4.0 * (double)(1ull << 30);
+}
+
 static int server_start(triton_pool *p, int i, kevo_error *err) {
   char work[PATH_MAX + 16], sub[PATH_MAX + 32], logp[PATH_MAX + 32];
   snprintf(work, sizeof work, "%s/s%d", p->dir, i);
@@ -235,6 +269,15 @@ static int server_start(triton_pool *p, int i, kevo_error *err) {
   snprintf(sub, sizeof sub, "%s/cache", work);
   mkdir(sub, 0700);
   snprintf(logp, sizeof logp, "%s/log", work);
+  int drop = geteuid() == 0 && !p->o.keep_user;
+  if (drop) { /* the server's user owns its work directory, and nothing else */
+    static const char *const subs[] = {"", "/tmp", "/cache"};
+    for (size_t k = 0; k < sizeof subs / sizeof *subs; k++) {
+      snprintf(sub, sizeof sub, "%s%s", work, subs[k]);
+      if (chown(sub, DROP_UID, DROP_GID) != 0)
+        return kevo_fail(err, KEVO_E_IO, "chown %s: %s", sub, strerror(errno));
+    }
+  }
   triton_spawn_opts so = {.python = p->python,
                           .script = p->script,
                           .workdir = work,
@@ -242,9 +285,12 @@ static int server_start(triton_pool *p, int i, kevo_error *err) {
                           .arch = p->o.arch,
                           .landlock_abi = p->landlock_abi,
                           .cpu_s = 4 * 3600.0,
-                          .as_bytes = 32.0 * (1ull << 30),
+                          .as_bytes = server_as_limit(p->nmax),
+                          .child_as_bytes = child_as_limit(p->nmax),
                           .fsize_bytes = 512.0 * (1 << 20),
-                          .nofile = 512};
+                          .nofile = 512,
+                          .drop_uid = drop ? DROP_UID : -1,
+                          .drop_gid = drop ? DROP_GID : -1};
   int rc = triton_spawn(&so, &p->srv[i].proc, err);
   if (rc) return rc;
   p->srv[i].state = SRV_STARTING;
@@ -370,6 +416,20 @@ static int get_int(const cJSON *o, const char *k, int def) {
   return cJSON_IsNumber(v) ? v->valueint : cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
 }
 
+/* A copy of text from a compile process for people and the model: at most n bytes, control
+ * characters (terminal escapes) as '?', newlines and tabs kept. NULL when out of memory. */
+static char *printable_copy(const char *s, size_t n) {
+  size_t len = strnlen(s, n);
+  char *out = malloc(len + 1);
+  if (!out) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    out[i] = (c < 32 && c != '\n' && c != '\t') || c == 127 ? '?' : (char)c;
+  }
+  out[len] = 0;
+  return out;
+}
+
 /* A module from a server's reply (which it copies). KEVO_OK or KEVO_E_COMPILE. */
 static int module_from_reply(const cJSON *reply, const void *cubin, size_t cubin_size,
                              const char *filename, triton_module **out, kevo_error *err) {
@@ -386,14 +446,24 @@ static int module_from_reply(const cJSON *reply, const void *cubin, size_t cubin
     const char *sev = cJSON_GetStringValue(cJSON_GetObjectItem(d, "severity"));
     snprintf(td->severity, sizeof td->severity, "%s", sev ? sev : "error");
     const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(d, "message"));
-    td->message = strdup(msg ? msg : "");
+    td->message = printable_copy(msg ? msg : "", MAX_DIAG);
   }
   if (!cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok"))) {
     const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(reply, "error"));
+    if (cJSON_IsTrue(cJSON_GetObjectItem(reply, "timeout")))
+      return kevo_fail(err, KEVO_E_TIMEOUT, "%.200s (the compile process was killed)",
+                       e ? e : "deadline passed");
+    if (cJSON_IsTrue(cJSON_GetObjectItem(reply, "internal")))
+      return kevo_fail(err, KEVO_E_WORKER, "%.500s", e ? e : "the compile sandbox failed");
+    char *clean = printable_copy(e ? e : "rejected", MAX_DIAG);
+    int rc;
     if (m->ndiags && m->diags[0].line > 0)
-      return kevo_fail(err, KEVO_E_COMPILE, "%s:%d:%d: %s", filename ? filename : "candidate.py",
-                       m->diags[0].line, m->diags[0].col, e ? e : "rejected");
-    return kevo_fail(err, KEVO_E_COMPILE, "%s", e ? e : "rejected");
+      rc = kevo_fail(err, KEVO_E_COMPILE, "%s:%d:%d: %s", filename ? filename : "candidate.py",
+                     m->diags[0].line, m->diags[0].col, clean ? clean : "rejected");
+    else
+      rc = kevo_fail(err, KEVO_E_COMPILE, "%s", clean ? clean : "rejected");
+    free(clean);
+    return rc;
   }
   const cJSON *info = cJSON_GetObjectItem(reply, "info");
   const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(info, "name"));
@@ -438,6 +508,7 @@ typedef struct job {
   const triton_compile_opts *o;
   cJSON *req;
   char hash[65];
+  int send_failures;
   int pending; /* waits for a server */
   int running; /* sent to a server */
   int done;
@@ -449,13 +520,14 @@ static int send_job(triton_pool *p, int si, job *j, long id, kevo_error *err) {
   cJSON_AddNumberToObject(h, "id", (double)id);
   cJSON_AddItemToObject(h, "src", cJSON_CreateStringReference(j->o->source));
   cJSON_AddStringToObject(h, "filename", j->o->filename ? j->o->filename : "candidate.py");
+  double timeout = j->o->timeout_s > 0 ? j->o->timeout_s : p->o.timeout_s;
+  cJSON_AddNumberToObject(h, "timeout", timeout);
   int rc = kevo_frame_write(s->proc.to_fd, h, NULL, 0, err);
   cJSON_Delete(h);
   if (rc) return rc;
-  double timeout = j->o->timeout_s > 0 ? j->o->timeout_s : p->o.timeout_s;
   s->state = SRV_BUSY;
   s->sent = now_s();
-  s->deadline = s->sent + timeout;
+  s->deadline = s->sent + timeout + SERVER_GRACE_S;
   return KEVO_OK;
 }
 
@@ -477,6 +549,7 @@ static void finish_reply(triton_pool *p, job *j, kevo_frame *f, double ms, trito
   const void *cubin = f->nblobs ? f->blobs[0].data : NULL;
   size_t size = f->nblobs ? f->blobs[0].size : 0;
   *rc = module_from_reply(f->header, cubin, size, j->o->filename, out, err);
+  /* Only a verdict on the source itself is remembered: never a deadline or a sandbox failure. */
   if (*rc == KEVO_OK || *rc == KEVO_E_COMPILE)
     triton_cache_put(p->cache, j->hash, f->header, cubin, size, *rc == KEVO_OK);
   if (*out) {
@@ -509,6 +582,12 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
     j->o = &opts[i];
     if (!j->o->source || !j->o->kernel) {
       rcs[i] = kevo_fail(&errs[i], KEVO_E_ARG, "a Triton compile needs a source and a kernel");
+      continue;
+    }
+    if (j->o->len > MAX_SOURCE) { /* refused once, here: never sent, never retried */
+      rcs[i] = kevo_fail(&errs[i], KEVO_E_COMPILE,
+                         "the source is %zu bytes, over the %zu-byte cap for a Triton candidate",
+                         j->o->len, MAX_SOURCE);
       continue;
     }
     double t0 = now_s();
@@ -545,7 +624,14 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
       if (send_job(p, si, &jobs[next], p->next_id++, &werr) != KEVO_OK) {
         char how[96], tail[16];
         server_replace(p, si, 1, how, sizeof how, tail, sizeof tail);
-        continue; /* the job stays pending */
+        if (++jobs[next].send_failures < 2) continue; /* another server may take it */
+        jobs[next].pending = 0; /* twice: the job, not the server, is the problem */
+        jobs[next].done = 1;
+        left--;
+        rcs[next] = kevo_fail(&errs[next], KEVO_E_WORKER,
+                              "the Triton compile server could not take '%s' (%s), twice",
+                              jobs[next].o->kernel, werr.msg);
+        continue;
       }
       p->srv[si].job = (long)next;
       jobs[next].pending = 0;

@@ -30,6 +30,7 @@ typedef struct triton_pool_opts {
   double start_timeout_s; /* deadline for a server to import Triton and warm up; 0: 180 */
   const char *arch;       /* architecture the warm-up compile targets; NULL: sm_90 */
   int no_disk_cache;      /* 1: memory cache only */
+  int keep_user;          /* 1: as root, do not become nobody (tests of the other walls only) */
 } triton_pool_opts;
 
 typedef struct triton_pool triton_pool;

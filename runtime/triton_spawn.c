@@ -35,6 +35,7 @@
 #define LL_FS_MAKE_SYM (1ULL << 12)
 #define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
 #define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
+#define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
 #define LL_NET_BIND_TCP (1ULL << 0) /* ABI 4 */
 #define LL_NET_CONNECT_TCP (1ULL << 1)
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
@@ -99,6 +100,7 @@ static void child_landlock(const triton_spawn_opts *o) {
                 LL_FS_MAKE_BLOCK | LL_FS_MAKE_SYM;
   if (abi >= 2) fs |= LL_FS_REFER;
   if (abi >= 3) fs |= LL_FS_TRUNCATE;
+  if (abi >= 5) fs |= LL_FS_IOCTL_DEV;
   struct ll_ruleset_attr attr = {.handled_access_fs = fs};
   size_t size = sizeof attr.handled_access_fs;
   if (abi >= 4) {
@@ -117,7 +119,8 @@ static void child_landlock(const triton_spawn_opts *o) {
   if (syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
     child_fail("landlock_add_rule (work directory)");
   close(rule.parent_fd);
-  rule.allowed_access = LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0);
+  rule.allowed_access = LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
+                        (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
   rule.parent_fd = open("/dev/null", O_PATH | O_CLOEXEC);
   if (rule.parent_fd >= 0) {
     if (syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
@@ -139,7 +142,8 @@ static void close_from(int lowfd) {
 
 static void child_run(const triton_spawn_opts *o, int req_r, int rep_w, int logfd,
                       char *const argv[], char *const envp[]) {
-  if (setpgid(0, 0) != 0) child_fail("setpgid");
+  /* A session of its own: no controlling terminal, so nothing in it can reach the user's. */
+  if (setsid() < 0) child_fail("setsid");
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail("PR_SET_PDEATHSIG");
   int a = fcntl(req_r, F_DUPFD, 10), b = fcntl(rep_w, F_DUPFD, 10), c = fcntl(logfd, F_DUPFD, 10);
   if (a < 0 || b < 0 || c < 0) child_fail("dup");
@@ -162,11 +166,17 @@ static void child_run(const triton_spawn_opts *o, int req_r, int rep_w, int logf
 }
 
 int triton_spawn(const triton_spawn_opts *o, triton_proc *out, kevo_error *err) {
-  char home[1200], tmp[1200], cache[1200];
+  char home[1200], tmp[1200], cache[1200], limits[320];
   snprintf(home, sizeof home, "HOME=%s", o->workdir);
   snprintf(tmp, sizeof tmp, "TMPDIR=%s/tmp", o->workdir);
   snprintf(cache, sizeof cache, "TRITON_CACHE_DIR=%s/cache", o->workdir);
-  /* The whole environment of the server: nothing of the parent's (API keys stay home). */
+  /* Each compile process's limits, for the zygote to apply after its fork. */
+  snprintf(limits, sizeof limits,
+           "{\"as_bytes\": %.0f, \"fsize_bytes\": %d, \"nofile\": %d, \"drop_uid\": %ld, "
+           "\"drop_gid\": %ld}",
+           o->child_as_bytes, 1 << 20, 256, o->drop_uid, o->drop_gid);
+  /* The whole environment of the server: nothing of the parent's (API keys stay home). Each
+   * compile process clears even this before it reads a candidate. */
   char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
                   home,
                   tmp,
@@ -177,7 +187,7 @@ int triton_spawn(const triton_spawn_opts *o, triton_proc *out, kevo_error *err) 
                   "PYTHONHASHSEED=0",
                   "OMP_NUM_THREADS=1",
                   NULL};
-  char *argv[] = {(char *)o->python, "-I", "-B", (char *)o->script, (char *)o->arch, NULL};
+  char *argv[] = {(char *)o->python, "-I", "-B", (char *)o->script, (char *)o->arch, limits, NULL};
   int req[2] = {-1, -1}, rep[2] = {-1, -1}, logfd = -1;
   if (pipe2(req, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) {
     kevo_fail(err, KEVO_E_IO, "pipe: %s", strerror(errno));
@@ -194,7 +204,8 @@ int triton_spawn(const triton_spawn_opts *o, triton_proc *out, kevo_error *err) 
     goto fail;
   }
   if (pid == 0) child_run(o, req[0], rep[1], logfd, argv, envp);
-  setpgid(pid, pid); /* also in the parent, so a kill right away reaches the group */
+  /* No setpgid(pid, pid) here: it would make the child a group leader, and setsid would fail.
+   * triton_proc_kill signals the pid as well as the group for the moment before setsid. */
   close(req[0]);
   close(rep[1]);
   close(logfd);

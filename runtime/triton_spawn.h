@@ -1,7 +1,8 @@
 /* triton_spawn.h: starting one compile server in its sandbox (internal to triton.c).
  *
  * The child gets: a scrubbed environment (PATH, HOME, TMPDIR, TRITON_CACHE_DIR, locale; none of
- * the parent's variables, so no API key), its own process group, PR_SET_PDEATHSIG, resource
+ * the parent's variables, so no API key), its own session (setsid: no controlling terminal) and
+ * process group, PR_SET_PDEATHSIG, resource
  * limits (CPU seconds, address space, file size, open files, no core dumps),
  * PR_SET_NO_NEW_PRIVS and, where the kernel has Landlock, a ruleset under which it may write only
  * beneath its work directory (and to /dev/null) and may neither bind nor connect TCP sockets
@@ -25,6 +26,8 @@ typedef struct triton_spawn_opts {
   double as_bytes;      /* RLIMIT_AS; 0: none */
   double fsize_bytes;   /* RLIMIT_FSIZE */
   int nofile;           /* RLIMIT_NOFILE */
+  double child_as_bytes; /* RLIMIT_AS of each compile process the server forks */
+  long drop_uid, drop_gid; /* the server becomes this user once Triton is imported; -1: stays */
 } triton_spawn_opts;
 
 typedef struct triton_proc {

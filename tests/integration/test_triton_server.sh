@@ -21,7 +21,7 @@ fi
 cat > "$tmp/kill.lua" <<'EOF'
 local triton = require "kevo.triton"
 triton.configure{servers = 1, disk_cache = false}
-local pid = assert(triton.selftest{}).pid
+local pid = assert(triton.selftest{}).zygote
 local f = assert(io.open(arg[1], "w")); f:write(pid, "\n"); f:close()
 local slow = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n" ..
              "    for i in tl.static_range(100000000):\n        tl.store(x_ptr + i, 1.0)\n"
@@ -32,7 +32,7 @@ local src = io.open(os.getenv("KEVO_SRC") .. "/recipes/vector_add/vector_add.py"
 local m2, info = triton.compile(src, {kernel = "vector_add", signature = {"*fp32", "*fp32", "*fp32", "i32"},
                                       constexprs = {BLOCK = 512}})
 assert(m2, info)
-local pid2 = assert(triton.selftest{}).pid
+local pid2 = assert(triton.selftest{}).zygote
 assert(pid2 ~= pid, "the same server after a kill?")
 print("second ok", info.name)
 EOF
@@ -48,14 +48,19 @@ else
   bad "a server killed mid-compile is replaced (exit $rc)"; sed 's/^/  | /' "$tmp/kill.out"
 fi
 
-# 2. The environment is scrubbed: no API key, nothing of kevo's environment but the short list.
+# 2. The environment is scrubbed: no API key reaches the server (its own environment is kevo's
+#    short list), and a compile process has no environment at all.
 cat > "$tmp/env.lua" <<'EOF'
 local triton = require "kevo.triton"
 local st = assert(triton.selftest{})
-for _, name in ipairs(st.env) do print(name) end
+print("compile process variables: " .. #st.env)
+local f = assert(io.open("/proc/" .. st.zygote .. "/environ", "rb"))
+for name in f:read("a"):gmatch("([^=%z]+)=[^%z]*") do print(name) end
+f:close()
 EOF
 OPENAI_API_KEY=sk-secret ANTHROPIC_API_KEY=secret KEVO_TEST_SECRET=1 "$KEVO" script "$tmp/env.lua" >"$tmp/env.out" 2>&1
-if grep -q "^PATH$" "$tmp/env.out" && ! grep -q -e "API_KEY" -e "KEVO_TEST_SECRET" "$tmp/env.out"; then
+if grep -q "^PATH$" "$tmp/env.out" && grep -q "compile process variables: 0" "$tmp/env.out" &&
+   ! grep -q -e "API_KEY" -e "KEVO_TEST_SECRET" "$tmp/env.out"; then
   ok "no API key reaches the server"
 else
   bad "no API key reaches the server"; sed 's/^/  | /' "$tmp/env.out"
