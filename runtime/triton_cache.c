@@ -1,6 +1,8 @@
 /* triton_cache.c: the Triton compile cache. See triton_cache.h. */
 #include "triton_cache.h"
 
+#include "sha256.h"
+
 #include <cjson/cJSON.h>
 
 #include <errno.h>
@@ -76,6 +78,19 @@ int triton_write_file(const char *path, const void *data, size_t len, int mode) 
   return 0;
 }
 
+/* A disk entry serves only the key it was written under, and only the cubin it was written
+ * with: the .json names both (kevo_key, cubin_sha256), and a cubin is an ELF file. A renamed,
+ * swapped or altered file is a miss, never a hit. */
+static int entry_matches(const cJSON *reply, const char *hash, const void *cubin, size_t size) {
+  const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(reply, "kevo_key"));
+  const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(reply, "cubin_sha256"));
+  char got[65];
+  if (!key || !want || strcmp(key, hash) != 0 || size < 4 || memcmp(cubin, "\177ELF", 4) != 0)
+    return 0;
+  kevo_sha256_hex(cubin, size, got);
+  return strcmp(got, want) == 0;
+}
+
 triton_cache *triton_cache_new(int disk) {
   triton_cache *c = calloc(1, sizeof *c);
   if (c && disk) find_dir(c->dir, sizeof c->dir);
@@ -142,7 +157,8 @@ int triton_cache_get(triton_cache *c, const char *hash, cJSON **reply, kevo_buf 
     snprintf(path, sizeof path, "%s/%s.cubin", c->dir, hash);
     kevo_buf_reset(cubin);
     *reply = cJSON_Parse(js.data);
-    if (*reply && kevo_read_file(path, cubin, NULL) == 0 && cubin->len > 0) {
+    if (*reply && kevo_read_file(path, cubin, NULL) == 0 && cubin->len > 0 &&
+        entry_matches(*reply, hash, cubin->data, cubin->len)) {
       mem_put(c, hash, *reply, cubin->data, cubin->len);
       found = 2;
     } else {
@@ -161,7 +177,17 @@ void triton_cache_put(triton_cache *c, const char *hash, const cJSON *reply, con
   char path[PATH_MAX + 80];
   snprintf(path, sizeof path, "%s/%s.cubin", c->dir, hash);
   if (triton_write_file(path, cubin, size, 0644) != 0) return;
-  char *text = cJSON_PrintUnformatted(reply);
+  cJSON *stamped = cJSON_Duplicate(reply, 1);
+  char sha[65];
+  kevo_sha256_hex(cubin, size, sha);
+  if (stamped) {
+    cJSON_DeleteItemFromObject(stamped, "kevo_key");
+    cJSON_DeleteItemFromObject(stamped, "cubin_sha256");
+    cJSON_AddStringToObject(stamped, "kevo_key", hash);
+    cJSON_AddStringToObject(stamped, "cubin_sha256", sha);
+  }
+  char *text = stamped ? cJSON_PrintUnformatted(stamped) : NULL;
+  cJSON_Delete(stamped);
   snprintf(path, sizeof path, "%s/%s.json", c->dir, hash);
   if (text) triton_write_file(path, text, strlen(text), 0644);
   free(text);

@@ -3,7 +3,10 @@
  * capped in entries and bytes, oldest out first) and on disk (successes only) under
  * $KEVO_CACHE, else $XDG_CACHE_HOME/kevo, else ~/.cache/kevo, in triton/<hash>.{cubin,json}.
  * Disk entries are written to a temporary name and renamed, the .json last: a reader sees a
- * whole entry or none. */
+ * whole entry or none. Only kevo writes the cache, from a reply of a compile process that
+ * compiled that one request (no compile process can touch another's result, nor this
+ * directory), under the key kevo hashed; the .json also records that key and the cubin's
+ * SHA-256, and an entry that does not match both (or whose cubin is not an ELF file) is a miss. */
 #ifndef KEVO_TRITON_CACHE_H
 #define KEVO_TRITON_CACHE_H
 

@@ -85,6 +85,23 @@ else
   bad "the disk cache serves a second process"; sed 's/^/  | /' "$tmp/c1.out" "$tmp/c2.out"
 fi
 
+# 3b. The disk cache verifies what it serves: an altered cubin, or an entry copied under another
+#     key (another source's hash), is a miss and is compiled afresh.
+entry=$(ls "$tmp/cache/triton/"*.cubin | head -n 1)
+printf '\177ELF-not-what-was-compiled' > "$entry"
+KEVO_CACHE="$tmp/cache" "$KEVO" script "$tmp/cache.lua" >"$tmp/c3.out" 2>&1
+sed 's/BLOCK = 1024/BLOCK = 512/' "$tmp/cache.lua" > "$tmp/cache512.lua"
+KEVO_CACHE="$tmp/cache2" "$KEVO" script "$tmp/cache512.lua" >/dev/null 2>&1
+KEVO_CACHE="$tmp/cache2" "$KEVO" script "$tmp/cache.lua" >/dev/null 2>&1
+k512=$(ls -t "$tmp/cache2/triton/"*.json | tail -n 1); k1024=$(ls -t "$tmp/cache2/triton/"*.json | head -n 1)
+cp "${k512%.json}.cubin" "${k1024%.json}.cubin"; cp "$k512" "$k1024"
+KEVO_CACHE="$tmp/cache2" "$KEVO" script "$tmp/cache.lua" >"$tmp/c4.out" 2>&1
+if grep -q "cached false" "$tmp/c3.out" && grep -q "cached false" "$tmp/c4.out"; then
+  ok "the disk cache refuses an altered or moved entry"
+else
+  bad "the disk cache refuses an altered or moved entry"; sed 's/^/  | /' "$tmp/c3.out" "$tmp/c4.out"
+fi
+
 # 4. No python, or a python without Triton: a reason, not a crash; compile says E_UNSUPPORTED.
 cat > "$tmp/none.lua" <<'EOF'
 local triton = require "kevo.triton"
