@@ -81,6 +81,8 @@ class Compiler:
         self.policy = triton_check.Policy({"triton": triton, "triton.language": tl,
                                            "math": math})
         self.count = 0
+        self.unchecked = False
+        self.triton_dir = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
 
     # --- in the child: source -> PTX ------------------------------------------------------
 
@@ -89,7 +91,10 @@ class Compiler:
         namespace and the checked functions. Triton re-reads a kernel's text (from the first
         line that looks like `def name(`); the kernels it will compile are compared with the
         checked tree, and a difference is refused."""
-        tree = triton_check.check_source(src, filename, self.policy)
+        if self.unchecked:  # tests of the OS wall alone (triton.configure{allowlist = false})
+            tree = ast.parse(src, filename=filename)
+        else:
+            tree = triton_check.check_source(src, filename, self.policy)
         self.count += 1
         path = f"{SOURCE_NAME}{filename}"
         linecache.cache[path] = (len(src), None, src.splitlines(True), path)
@@ -211,19 +216,25 @@ class Compiler:
         return {"signature": sig, "constexprs": cx, "attrs": attrs, "params": params}
 
     def diagnose(self, e, ns, def_lines):
-        """A Rejected for an exception from Triton: its own diagnostic (CompilationError: the
-        message and the kernel's line) where it has one; otherwise only the exception's type
-        and first line, clipped. Never a traceback."""
+        """A Rejected for an exception raised while compiling. What reaches the model is
+        Triton's own diagnostic: a CompilationError's message and the kernel's line; for any
+        other exception its type, and its first line only when Triton's code raised it (not
+        the candidate's: text a candidate computes is not sent back). Clipped; never a
+        traceback."""
         node = getattr(e, "node", None)
         if isinstance(e, self.CompilationError):
             msg = getattr(e, "error_message", None) or ""
             cause = e.__cause__ or e.__context__
             if not msg and cause is not None:
-                msg = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0:1]}"
+                msg = type(cause).__name__
             msg = msg or "compilation error"
         else:
+            tb, last = e.__traceback__, ""
+            while tb is not None:
+                last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
             first = (str(e).strip().splitlines() or [""])[0]
-            msg = f"{type(e).__name__}: {first}" if first else type(e).__name__
+            msg = f"{type(e).__name__}: {first}" if first and last.startswith(
+                self.triton_dir) else f"compile failed: {type(e).__name__}"
         line, col = 0, 0
         if node is not None and hasattr(node, "lineno"):
             src = getattr(e, "src", None)
@@ -331,6 +342,7 @@ class Zygote:
 
     def __init__(self, limits):
         self.compiler = Compiler()
+        self.compiler.unchecked = bool(limits.get("unchecked"))
         self.limits = limits  # as_bytes, fsize_bytes, nofile for each child
         self.abi = triton_sandbox.landlock_abi()
         self.paths = triton_sandbox.read_paths()
@@ -425,6 +437,8 @@ class Zygote:
         if why == "timeout":
             return {"ok": False, "timeout": True,
                     "error": f"compiling took longer than {timeout:g} s"}, []
+        if why == "bad result":
+            return {"ok": False, "error": "the compile process sent a malformed result"}, []
         if result is None:
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
             how = f"killed by signal {sig} ({signal.Signals(sig).name})" if sig else \

@@ -3,8 +3,8 @@
  *                        name=, timeout=})  -> module, info | nil, "E_X: msg", "E_X", info
  *   triton.compile_many({{src=, kernel=, ...}, ...}) -> {{module=, info=} | {error=, code=, info=}}
  *   triton.available() -> true, version | nil, why
- *   triton.configure{python=, servers=, timeout=, start_timeout=, disk_cache=, keep_user=}
- *                                                                        (restarts servers)
+ *   triton.configure{python=, servers=, timeout=, start_timeout=, disk_cache=,
+ *                    keep_user=, allowlist=}  (restarts servers; the last two: tests only)
  *   triton.sandbox() -> {landlock = abi (0: none), note =, python =}
  *   triton.selftest{write = path} -> {pid, cwd, env = {names}, write = "allowed"|"denied: ..."}
  *   triton.stop()  stops the servers (the next compile starts them again)
@@ -375,8 +375,8 @@ static int l_available(lua_State *L) {
 }
 
 static int l_configure(lua_State *L) {
-  static const char *const keys[] = {"python",     "servers",   "timeout", "start_timeout",
-                                     "disk_cache", "keep_user", NULL};
+  static const char *const keys[] = {"python",     "servers",   "timeout",   "start_timeout",
+                                     "disk_cache", "keep_user", "allowlist", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "triton.configure", keys);
   const char *py = kevo_l_optstr(L, 1, "python", NULL);
@@ -386,6 +386,7 @@ static int l_configure(lua_State *L) {
   o.start_timeout_s = kevo_l_optnum(L, 1, "start_timeout", 0);
   o.no_disk_cache = !kevo_l_optbool(L, 1, "disk_cache", 1);
   o.keep_user = kevo_l_optbool(L, 1, "keep_user", 0);
+  o.no_allowlist = !kevo_l_optbool(L, 1, "allowlist", 1);
   if (o.servers < 0 || o.servers > 16)
     luaL_error(L, "triton.configure: servers must be from 0 (automatic) to 16");
   if (o.timeout_s < 0 || o.start_timeout_s < 0)

@@ -290,7 +290,8 @@ static int server_start(triton_pool *p, int i, kevo_error *err) {
                           .fsize_bytes = 512.0 * (1 << 20),
                           .nofile = 512,
                           .drop_uid = drop ? DROP_UID : -1,
-                          .drop_gid = drop ? DROP_GID : -1};
+                          .drop_gid = drop ? DROP_GID : -1,
+                          .unchecked = p->o.no_allowlist};
   int rc = triton_spawn(&so, &p->srv[i].proc, err);
   if (rc) return rc;
   p->srv[i].state = SRV_STARTING;
@@ -401,8 +402,8 @@ static void request_hash(const triton_pool *p, const triton_compile_opts *o, con
   kevo_sha256_init(&s);
   char *text = cJSON_PrintUnformatted(req);
   char head[256];
-  snprintf(head, sizeof head, "kevo-triton-v1\n%s\n%s\n%s\n", p->server_sha, p->version,
-           p->pyversion);
+  snprintf(head, sizeof head, "kevo-triton-v2\n%s\n%s\n%s\n%s", p->server_sha, p->version,
+           p->pyversion, p->o.no_allowlist ? "no-allowlist\n" : "");
   kevo_sha256_update(&s, head, strlen(head));
   if (text) kevo_sha256_update(&s, text, strlen(text));
   kevo_sha256_update(&s, "\n", 1);

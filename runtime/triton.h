@@ -31,6 +31,7 @@ typedef struct triton_pool_opts {
   const char *arch;       /* architecture the warm-up compile targets; NULL: sm_90 */
   int no_disk_cache;      /* 1: memory cache only */
   int keep_user;          /* 1: as root, do not become nobody (tests of the other walls only) */
+  int no_allowlist;       /* 1: no allow-list, the OS wall alone (tests of that wall only) */
 } triton_pool_opts;
 
 typedef struct triton_pool triton_pool;

@@ -33,10 +33,10 @@
 #define LL_FS_MAKE_FIFO (1ULL << 10)
 #define LL_FS_MAKE_BLOCK (1ULL << 11)
 #define LL_FS_MAKE_SYM (1ULL << 12)
-#define LL_FS_REFER (1ULL << 13)    /* ABI 2 */
-#define LL_FS_TRUNCATE (1ULL << 14) /* ABI 3 */
+#define LL_FS_REFER (1ULL << 13)     /* ABI 2 */
+#define LL_FS_TRUNCATE (1ULL << 14)  /* ABI 3 */
 #define LL_FS_IOCTL_DEV (1ULL << 15) /* ABI 5 */
-#define LL_NET_BIND_TCP (1ULL << 0) /* ABI 4 */
+#define LL_NET_BIND_TCP (1ULL << 0)  /* ABI 4 */
 #define LL_NET_CONNECT_TCP (1ULL << 1)
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)
@@ -119,8 +119,8 @@ static void child_landlock(const triton_spawn_opts *o) {
   if (syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
     child_fail("landlock_add_rule (work directory)");
   close(rule.parent_fd);
-  rule.allowed_access = LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) |
-                        (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
+  rule.allowed_access =
+      LL_FS_WRITE_FILE | (abi >= 3 ? LL_FS_TRUNCATE : 0) | (abi >= 5 ? LL_FS_IOCTL_DEV : 0);
   rule.parent_fd = open("/dev/null", O_PATH | O_CLOEXEC);
   if (rule.parent_fd >= 0) {
     if (syscall(SYS_landlock_add_rule, rs, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
@@ -173,8 +173,9 @@ int triton_spawn(const triton_spawn_opts *o, triton_proc *out, kevo_error *err) 
   /* Each compile process's limits, for the zygote to apply after its fork. */
   snprintf(limits, sizeof limits,
            "{\"as_bytes\": %.0f, \"fsize_bytes\": %d, \"nofile\": %d, \"drop_uid\": %ld, "
-           "\"drop_gid\": %ld}",
-           o->child_as_bytes, 1 << 20, 256, o->drop_uid, o->drop_gid);
+           "\"drop_gid\": %ld, \"unchecked\": %s}",
+           o->child_as_bytes, 1 << 20, 256, o->drop_uid, o->drop_gid,
+           o->unchecked ? "true" : "false");
   /* The whole environment of the server: nothing of the parent's (API keys stay home). Each
    * compile process clears even this before it reads a candidate. */
   char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",

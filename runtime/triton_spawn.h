@@ -16,18 +16,19 @@
 #include "status.h"
 
 typedef struct triton_spawn_opts {
-  const char *python;   /* absolute path of the interpreter */
-  const char *script;   /* the server's .py file */
-  const char *workdir;  /* the only place it may write; its cwd and HOME */
-  const char *log_path; /* its stdout and stderr (inside workdir) */
-  const char *arch;     /* argument to the server: the warm-up target */
-  int landlock_abi;     /* triton_landlock_abi(); 0: no Landlock */
-  double cpu_s;         /* RLIMIT_CPU; 0: none */
-  double as_bytes;      /* RLIMIT_AS; 0: none */
-  double fsize_bytes;   /* RLIMIT_FSIZE */
-  int nofile;           /* RLIMIT_NOFILE */
-  double child_as_bytes; /* RLIMIT_AS of each compile process the server forks */
+  const char *python;      /* absolute path of the interpreter */
+  const char *script;      /* the server's .py file */
+  const char *workdir;     /* the only place it may write; its cwd and HOME */
+  const char *log_path;    /* its stdout and stderr (inside workdir) */
+  const char *arch;        /* argument to the server: the warm-up target */
+  int landlock_abi;        /* triton_landlock_abi(); 0: no Landlock */
+  double cpu_s;            /* RLIMIT_CPU; 0: none */
+  double as_bytes;         /* RLIMIT_AS; 0: none */
+  double fsize_bytes;      /* RLIMIT_FSIZE */
+  int nofile;              /* RLIMIT_NOFILE */
+  double child_as_bytes;   /* RLIMIT_AS of each compile process the server forks */
   long drop_uid, drop_gid; /* the server becomes this user once Triton is imported; -1: stays */
+  int unchecked;           /* 1: no allow-list (tests of the OS wall alone) */
 } triton_spawn_opts;
 
 typedef struct triton_proc {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Triton attack corpus (tests/triton_attacks, driven by triton_attacks.lua): every attack
+# meets its expected outcome, and across all of them no file outside a compile's work
+# directory changes (a canary directory, /tmp, anything the unprivileged user could write), the
+# fake API key in kevo's environment appears in no output, no process outlives kevo, later
+# honest candidates get the same cubin, and the compile server is never restarted. Runs as
+# kevo does in CI (root: the server becomes nobody), as root with the user kept (the other
+# walls alone must hold), and, where the interpreter is reachable by nobody, with kevo itself
+# unprivileged.
+set -u
+if [ -z "${KEVO:-}" ] || [ -z "${KEVO_SRC:-}" ]; then echo "KEVO and KEVO_SRC must be set" >&2; exit 2; fi
+probe=$("$KEVO" script <(printf 'local t = require "kevo.triton"\nlocal ok, why = t.available()\nprint(ok and "yes" or why)\n') 2>&1)
+if [ "$probe" != "yes" ]; then
+  echo "SKIPPED: Triton is not available to kevo: $probe" >&2
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+chmod 755 "$tmp"
+fail=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fail=1; }
+
+secret="sk-kevo-fake-$RANDOM$RANDOM$RANDOM"
+canary="$tmp/canary"
+mkdir -p "$canary" "$tmp/cache"
+echo "canary" > "$canary/file"
+chmod 644 "$canary/file"
+state() { # everything an attack could change about the canary
+  (cd "$canary" && ls -l --time-style=+%s . && stat -c '%a %u %g %s %Y' file && sha256sum file &&
+   python3 -c 'import os; print(sorted(os.listxattr("file")))')
+}
+state > "$tmp/canary.before"
+touch "$tmp/stamp"
+sleep 1
+
+run() { # run NAME USER_MODE [command prefix...]
+  local name=$1 user=$2
+  shift 2
+  mkdir -p "$tmp/t_$name" && chmod 777 "$tmp/t_$name"
+  env OPENAI_API_KEY="$secret" ANTHROPIC_API_KEY="$secret" KEVO_FAKE_API_KEY="$secret" \
+    KEVO_CACHE="$tmp/cache" TMPDIR="$tmp/t_$name" "$@" "$KEVO" script \
+    "$KEVO_SRC/tests/integration/triton_attacks.lua" "$KEVO_SRC/tests/triton_attacks" "$canary" \
+    "$tmp/cache" "$user" >"$tmp/out_$name" 2>&1
+  local rc=$?
+  grep -q "^FAIL" "$tmp/out_$name" && grep "^FAIL" "$tmp/out_$name" | sed 's/^/  | /'
+  if [ $rc = 0 ]; then ok "$name: $(tail -n 1 "$tmp/out_$name")"; else
+    bad "$name: the corpus (exit $rc)"; tail -n 5 "$tmp/out_$name" | sed 's/^/  | /'; fi
+  sleep 0.5
+  local left=""
+  for c in /proc/[0-9]*/cmdline; do
+    if { tr '\0' ' ' < "$c"; } 2>/dev/null | grep -q "$tmp/t_$name"; then left="$left ${c#/proc/}"; fi
+  done
+  if [ -z "$left" ]; then ok "$name: no process outlives kevo"; else bad "$name: processes left:$left"; fi
+}
+
+if [ "$(id -u)" = 0 ]; then
+  run root drop
+  run root_keep_user keep
+else
+  run unprivileged keep
+fi
+# kevo itself unprivileged, where nobody can reach the interpreter and the binary.
+py=$("$KEVO" script <(printf 'print(require("kevo.triton").sandbox().python)\n') 2>/dev/null)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+   setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$py" &&
+   setpriv --reuid=65534 --regid=65534 --clear-groups "$py" -c 'import triton' >/dev/null 2>&1 &&
+   setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$KEVO_SRC/tests/triton_attacks/a01_tl_registry.py" -a -x "$KEVO"; then
+  chown -R 65534 "$canary" "$tmp/cache"
+  state > "$tmp/canary.before"
+  run nobody keep env KEVO_PYTHON="$py" setpriv --reuid=65534 --regid=65534 --clear-groups
+else
+  echo "note: kevo as an unprivileged user is not run here ($py or $KEVO is out of nobody's reach);" \
+       "the root_keep_user run checks the same walls without the change of user"
+fi
+
+state > "$tmp/canary.after"
+if diff "$tmp/canary.before" "$tmp/canary.after" >/dev/null; then ok "the canary directory is unchanged"; else
+  bad "the canary directory changed"; diff "$tmp/canary.before" "$tmp/canary.after" | sed 's/^/  | /'; fi
+if ls /tmp/kevo-triton-pwned-* >/dev/null 2>&1 || [ -e "$tmp/cache/poison.cubin" ]; then
+  bad "an attack created a file outside its work directory"; else ok "no file created in /tmp or the cache"; fi
+if [ "$(id -u)" = 0 ]; then
+  new=$(find / -xdev \( -path /proc -o -path "$tmp" \) -prune -o -user 65534 -newer "$tmp/stamp" -print 2>/dev/null | head)
+  if [ -z "$new" ]; then ok "nothing on the filesystem written as nobody"; else bad "written as nobody: $new"; fi
+fi
+if grep -rqF "$secret" "$tmp"/out_* "$tmp/cache" 2>/dev/null; then bad "the fake API key appears in an output"; else
+  ok "the fake API key appears in no output"; fi
+exit $fail

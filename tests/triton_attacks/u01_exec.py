@@ -1,0 +1,8 @@
+# attack: execve a shell
+# mode: unchecked
+# expect: error PermissionError
+import triton
+import triton.language as tl
+B = tl.sum.get_capture_scope()["__builtins__"]
+os = B["__import__"]("os")
+os.execv('/bin/sh', ['sh', '-c', 'id > @CANARY@/pwned'])

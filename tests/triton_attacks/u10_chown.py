@@ -1,0 +1,10 @@
+# attack: chown outside the work directory
+# mode: unchecked
+# expect: error PermissionError
+import triton
+import triton.language as tl
+B = tl.sum.get_capture_scope()["__builtins__"]
+os = B["__import__"]("os")
+os.chown('@CANARY@/file', 0, 0)
+os.chown('@CANARY@/file', 1, 1)
+raise B["LookupError"]

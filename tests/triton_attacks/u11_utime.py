@@ -1,0 +1,9 @@
+# attack: utime outside the work directory
+# mode: unchecked
+# expect: error PermissionError
+import triton
+import triton.language as tl
+B = tl.sum.get_capture_scope()["__builtins__"]
+os = B["__import__"]("os")
+os.utime('@CANARY@/file', (0, 0))
+raise B["LookupError"]

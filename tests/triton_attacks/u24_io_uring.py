@@ -1,0 +1,13 @@
+# attack: io_uring (bypasses seccomp's view of I/O)
+# mode: unchecked
+# expect: error PermissionError
+import triton
+import triton.language as tl
+B = tl.sum.get_capture_scope()["__builtins__"]
+os = B["__import__"]("os")
+ctypes = B["__import__"]("ctypes")
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(425, 8, ctypes.create_string_buffer(120))
+if r == -1 and ctypes.get_errno() in (1, 13):
+    raise B["PermissionError"]()
+raise B["LookupError"]  # escaped
