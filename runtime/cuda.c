@@ -4,6 +4,7 @@
 
 #include "cudacache.h"
 #include "cudascan.h"
+#include "resources.h"
 #include "sha256.h"
 
 #include <nvrtc.h>
@@ -30,11 +31,14 @@ enum {
   MAX_ARGS = 8 + MAX_DEFINES,
   MAX_ABANDONED = 4,
   MAX_POOL = 8,
+  MAX_SHIMS = 64,
   LOG_CAP = 64 << 10,
   COMPILE_STACK = 64 << 20, /* deep template recursion in the front end */
 };
 #define DEFAULT_TIMEOUT_S 60.0
 #define PTXAS_VERBOSE "-Xptxas=-v"
+#define SHIM_DIR "runtime/cudashim/" /* embedded headers NVRTC is given in memory */
+#define PRELUDE "kevo_prelude.h"
 
 static double now_ms(void) {
   struct timespec t;
@@ -51,6 +55,11 @@ static struct {
   char inc[2][4096]; /* the toolkit's include directory, and its cccl/ when there is one */
   int ninc;
   char default_arch[16];
+  /* the headers kevo gives NVRTC in memory (cudacomp.h): names as included, and texts */
+  const char *shim_names[MAX_SHIMS + 1];
+  const char *shim_texts[MAX_SHIMS];
+  int nshims, has_prelude;
+  char shim_digest[65];
 } env;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -97,8 +106,26 @@ static void find_toolkit(void) {
   }
 }
 
+/* The embedded shim headers, and one digest of them all for the content hash. */
+static void find_shims(void) {
+  kevo_sha256 s;
+  kevo_sha256_init(&s);
+  size_t plen = strlen(SHIM_DIR);
+  for (const struct kevo_resource *r = kevo_resources; r->name && env.nshims < MAX_SHIMS; r++) {
+    if (strncmp(r->name, SHIM_DIR, plen)) continue;
+    env.shim_names[env.nshims] = r->name + plen;
+    env.shim_texts[env.nshims++] = r->data;
+    env.has_prelude |= !strcmp(r->name + plen, PRELUDE);
+    kevo_sha256_update(&s, r->name, strlen(r->name) + 1);
+    kevo_sha256_update(&s, r->data, r->size + 1);
+  }
+  env.shim_names[env.nshims] = NULL;
+  kevo_sha256_final_hex(&s, env.shim_digest);
+}
+
 static void env_init(void) {
   nvrtcVersion(&env.major, &env.minor);
+  find_shims();
   int n = 0;
   if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0 &&
       n <= (int)(sizeof env.archs / sizeof env.archs[0]) &&
@@ -240,6 +267,7 @@ static int prepare(const cuda_compile_opts *o, prepared *p, kevo_error *err) {
   if (!rc) rc = add_arg(p, "%s%s", "-default-device", "");
   if (!rc) rc = add_arg(p, "%s%s", PTXAS_VERBOSE, "");
   if (!rc && o->lineinfo) rc = add_arg(p, "%s%s", "-lineinfo", "");
+  if (!rc && env.has_prelude) rc = add_arg(p, "--pre-include=%s%s", PRELUDE, "");
   for (size_t i = 0; !rc && i < o->ndefines; i++)
     rc = add_arg(p, defs[i].value ? "-D%s=%s" : "-D%s%s", defs[i].name,
                  defs[i].value ? defs[i].value : "");
@@ -250,8 +278,9 @@ static int prepare(const cuda_compile_opts *o, prepared *p, kevo_error *err) {
 
   kevo_sha256 s;
   kevo_sha256_init(&s);
-  char ver[64];
-  snprintf(ver, sizeof ver, "kevo-cuda-1 nvrtc %d.%d", env.major, env.minor);
+  char ver[128];
+  snprintf(ver, sizeof ver, "kevo-cuda-2 nvrtc %d.%d shims %s", env.major, env.minor,
+           env.shim_digest);
   hash_field(&s, ver, strlen(ver));
   for (int i = 0; i < nhashed; i++)
     hash_field(&s, p->argv[i], strlen(p->argv[i]));
@@ -322,7 +351,8 @@ static int log_reports_error(const char *log) {
 
 static nvrtcResult run_nvrtc(job *j, int argc, char **argv) {
   nvrtcProgram prog;
-  nvrtcResult rc = nvrtcCreateProgram(&prog, j->src, j->name, 0, NULL, NULL);
+  nvrtcResult rc =
+      nvrtcCreateProgram(&prog, j->src, j->name, env.nshims, env.shim_texts, env.shim_names);
   if (rc != NVRTC_SUCCESS) return rc;
   nvrtcSetFlowCallback(prog, job_flow, j);
   rc = nvrtcCompileProgram(prog, argc, (const char *const *)argv);
@@ -530,7 +560,7 @@ static int compile_prepared(const prepared *p, cuda_module **out, kevo_error *er
     return kevo_fail(err, KEVO_E_UNSUPPORTED,
                      "the CUDA toolkit's headers were not found "
                      "(set KEVO_CUDA_INCLUDE to its include directory)");
-  int bad = cudascan_includes(p->src, p->len, incs, why, sizeof why);
+  int bad = cudascan_includes(p->src, p->len, incs, env.shim_names, why, sizeof why);
   if (bad) return refuse(p, bad, why, out, err);
 
   job *j;

@@ -3,9 +3,20 @@
  *
  * Options given to NVRTC: -arch=<arch> -std=c++17 -default-device -Xptxas=-v (resources)
  * -I<toolkit include> (and its cccl/), -lineinfo when asked, -D<name>[=<value>] per define
- * (sorted by name). No --use_fast_math. Sources are untrusted text: an #include of anything
- * but a CUDA toolkit header (absolute paths, "..", files of the working directory, computed
- * includes) is refused as a compile error at its line, before NVRTC runs.
+ * (sorted by name), --pre-include=kevo_prelude.h. No --use_fast_math. Sources are untrusted
+ * text: an #include of anything but a CUDA toolkit header (absolute paths, "..", files of the
+ * working directory, computed includes) is refused as a compile error at its line, before
+ * NVRTC runs; a host header (<torch/extension.h>, <vector>) is named as one.
+ *
+ * NVRTC has no C library. kevo gives it, in memory, the headers of runtime/cudashim (embedded
+ * in the binary, part of the content hash): kevo_prelude.h, read before every source, holds
+ * what nvcc's implicit includes give a .cu file (INFINITY, NAN, M_PI, INT_MAX, FLT_MAX, the
+ * intN_t types, std::exp and the other std:: math names), and stand-ins for <cmath>, <math.h>,
+ * <cfloat>, <float.h>, <climits>, <limits.h>, <cstdint>, <stdint.h>, <cstddef>, <stddef.h>,
+ * <cstdio>, <stdio.h>, <cstdlib>, <stdlib.h>, <cstring>, <string.h>, <cassert>, <assert.h>,
+ * <limits>, <type_traits>, <utility>, <algorithm> and <cub/cub.cuh> (the toolkit's pulls in
+ * host code; this one holds the block, warp and thread collectives, and CUDA 12's cub::Sum,
+ * Max and Min). The prelude costs about 10 ms a compile (its <cuda/std/climits>).
  *
  * Timeout: NVRTC runs on a thread of its own. It checks a cancel flag at the points where
  * NVRTC calls back (nvrtcSetFlowCallback: between phases and during code generation, not

@@ -109,9 +109,30 @@ static int header_exists(const char *const incdirs[], const char *name) {
   return 0;
 }
 
+static int is_shim(const char *const shims[], const char *name) {
+  for (const char *const *s = shims; s && *s; s++)
+    if (!strcmp(*s, name)) return 1;
+  return 0;
+}
+
+/* Headers of host code: what a PyTorch extension or a host program includes. A kernel that
+ * names one was written with its host side, which kevo does not compile. */
+static int is_host_header(const char *name) {
+  static const char *const dirs[] = {"torch/", "ATen/", "c10/", "pybind11/", NULL};
+  static const char *const names[] = {
+      "Python.h", "iostream", "vector", "string", "map",   "unordered_map", "memory", "stdexcept",
+      "sstream",  "fstream",  "chrono", "thread", "mutex", "functional",    NULL};
+  for (const char *const *d = dirs; *d; d++)
+    if (!strncmp(name, *d, strlen(*d))) return 1;
+  for (const char *const *h = names; *h; h++)
+    if (!strcmp(name, *h)) return 1;
+  return 0;
+}
+
 /* Checks the operand of an include at t[i]; 0 when allowed, else fills why. */
 static int check_operand(const char *t, size_t n, size_t i, const char *what,
-                         const char *const incdirs[], char *why, size_t whylen) {
+                         const char *const incdirs[], const char *const shims[], char *why,
+                         size_t whylen) {
   char close = i < n && t[i] == '<' ? '>' : i < n && t[i] == '"' ? '"' : 0;
   if (!close) {
     snprintf(why, whylen,
@@ -138,15 +159,25 @@ static int check_operand(const char *t, size_t n, size_t i, const char *what,
     reason = "paths with '..' are not allowed";
   else if (strchr(name, '\\') || strchr(name, ':'))
     reason = "backslashes and colons are not allowed";
+  else if (shims && is_shim(shims, name) && strcmp(what, "#include_next") &&
+           strcmp(what, "#import"))
+    return 0;
+  else if (is_host_header(name))
+    reason = "a host header: kevo compiles device code only (NVRTC, no host compiler); "
+             "drop it and every host function (a PyTorch wrapper, main): kevo launches the "
+             "kernels itself, as the kevo:launch block says";
   else if (!header_exists(incdirs, name))
-    reason = "not a CUDA toolkit header (candidates may include only the toolkit's headers)";
+    reason = "not a CUDA toolkit header (candidates may include the toolkit's headers, "
+             "such as cuda_fp16.h or cub/block/block_reduce.cuh, and the C and C++ headers "
+             "kevo provides: cmath, cfloat, climits, cstdint, cstddef, cassert, limits, "
+             "type_traits, utility, algorithm)";
   if (!reason) return 0;
   snprintf(why, whylen, "%s %c%s%c: %s", what, t[i], name, close, reason);
   return -1;
 }
 
-int cudascan_includes(const char *src, size_t len, const char *const incdirs[], char *why,
-                      size_t whylen) {
+int cudascan_includes(const char *src, size_t len, const char *const incdirs[],
+                      const char *const shims[], char *why, size_t whylen) {
   spliced sp;
   if (splice(src, len, &sp)) {
     free(sp.t);
@@ -177,7 +208,7 @@ int cudascan_includes(const char *src, size_t len, const char *const incdirs[], 
         if (k - j == strlen(*w) && memcmp(t + j, *w, k - j) == 0) {
           char what[32];
           snprintf(what, sizeof what, "#%s", *w);
-          if (check_operand(t, n, skip_blank(t, n, k), what, incdirs, why, whylen))
+          if (check_operand(t, n, skip_blank(t, n, k), what, incdirs, shims, why, whylen))
             bad_line = spliced_line(&sp, at);
         }
       }
@@ -202,7 +233,7 @@ int cudascan_includes(const char *src, size_t len, const char *const incdirs[], 
           (idl == 18 && memcmp(t + i, "__has_include_next", 18) == 0)) {
         size_t j = skip_blank(t, n, k);
         if (j < n && t[j] == '(') j = skip_blank(t, n, j + 1);
-        if (check_operand(t, n, j, "__has_include", incdirs, why, whylen))
+        if (check_operand(t, n, j, "__has_include", incdirs, shims, why, whylen))
           bad_line = spliced_line(&sp, i);
       }
       i = k;

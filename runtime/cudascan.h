@@ -10,12 +10,13 @@
 
 /* Checks every #include (also %:include, include_next, import) and __has_include in src.
  * A candidate may include only headers that exist under one of incdirs (NULL-terminated),
- * named plainly: no absolute path, no "..", no backslash, no computed (macro) include.
- * Returns 0 when all are fine; else the 1-based line of the first refused one, with the
- * reason in why. NVRTC would otherwise read "foo.h" from the working directory and any
- * absolute path it is given. */
-int cudascan_includes(const char *src, size_t len, const char *const incdirs[], char *why,
-                      size_t whylen);
+ * named plainly: no absolute path, no "..", no backslash, no computed (macro) include; and,
+ * by #include or __has_include, the names in shims (NULL-terminated; NVRTC is given those
+ * in memory). Returns 0 when all are fine; else the 1-based line of the first refused one,
+ * with the reason in why (a host header such as <torch/extension.h> is named as one). NVRTC
+ * would otherwise read "foo.h" from the working directory and any absolute path it is given. */
+int cudascan_includes(const char *src, size_t len, const char *const incdirs[],
+                      const char *const shims[], char *why, size_t whylen);
 
 /* Parses NVRTC's log into m->diags (lines of file `name` are the candidate's own; others
  * keep line 0 and name their file in the message) and m->kernels (from ptxas -v lines).

@@ -172,6 +172,9 @@ static void test_includes(void) {
   expect_refused("int a = 1'000;\n#if __has_include(\"/etc/hostname\")\n#endif\n", 2,
                  "__has_include");
   expect_refused("#include_next <stdio.h>\n", 1, "not a CUDA toolkit header");
+  expect_refused("#include <cmath>\n#include <torch/extension.h>\n", 2,
+                 "a host header: kevo compiles device code only");
+  expect_refused("#include <vector>\n", 1, "a host header");
   expect_refused("extern \"C\" __global__ void f(float* o) {\n  o[0] = 1;\n}\n"
                  "#include \"a\\b.h\"\n",
                  4, "backslash");
@@ -188,6 +191,37 @@ static void test_includes(void) {
   if (!m || !m->ok) fprintf(stderr, "  %s\n", err.msg);
   cuda_module_free(m);
   remove("kevo_local_header.h");
+}
+
+/* What nvcc gives CUDA C without an #include, and the C and C++ headers kernels name, compile
+ * under NVRTC too (runtime/cudashim). */
+static void test_c_headers(void) {
+  const char *implicit = "extern \"C\" __global__ void f(float* o, int64_t n) {\n"
+                         "  constexpr float lo = -INFINITY;\n"
+                         "  float m = lo, pi = (float)M_PI;\n"
+                         "  if (n < INT_MAX && !isnan(NAN)) m = std::max(m, std::exp(o[0]));\n"
+                         "  o[0] = m + pi + FLT_MAX * 0 + HUGE_VALF * 0;\n"
+                         "}\n";
+  const char *named = "#include <cfloat>\n#include <cmath>\n#include <math.h>\n"
+                      "#include <cstdint>\n#include <climits>\n#include <cassert>\n"
+                      "#include <limits>\n#include <cstdio>\n#include <algorithm>\n"
+                      "#include <cuda_fp16.h>\n#include <cub/cub.cuh>\n"
+                      "extern \"C\" __global__ void f(float* o, uint32_t n) {\n"
+                      "  float lo = std::numeric_limits<float>::lowest();\n"
+                      "  assert(n < UINT32_MAX);\n"
+                      "  typedef cub::BlockReduce<float, 128> R;\n"
+                      "  __shared__ typename R::TempStorage t;\n"
+                      "  float s = R(t).Reduce(o[threadIdx.x], cub::Max());\n"
+                      "  if (threadIdx.x == 0) o[0] = fmaxf(lo, s) + FLT_EPSILON;\n"
+                      "}\n";
+  const char *srcs[] = {implicit, named};
+  for (int i = 0; i < 2; i++) {
+    cuda_module *m = NULL;
+    kevo_error err = {0};
+    CHECK(compile_src(srcs[i], NULL, 0, &m, &err) == KEVO_OK);
+    if (!m || !m->ok) fprintf(stderr, "  source %d: %s\n", i, err.msg);
+    cuda_module_free(m);
+  }
 }
 
 static void test_defines_and_arch(void) {
@@ -349,6 +383,7 @@ int main(void) {
   test_resources();
   test_diagnostics();
   test_includes();
+  test_c_headers();
   test_defines_and_arch();
   test_cache(abs);
   test_many();
