@@ -3,10 +3,24 @@
 --   extract.blocks(text)          -> {{lang=, tag=, code=, closed=, line=}, ...} every fenced block
 --   extract.launch(source)        -> the launch chunk inside a source (kevo:launch block) or nil
 --   extract.candidates(reply, {unterminated=false})
---       -> {{lang="cuda"|"triton", source=, launch=, launch_from="inline"|"block", line=}, ...}
+--       -> {{lang="cuda"|"triton", source=, launch=, launch_from="inline"|"block", line=,
+--            notes={...}}, ..., skipped = {{line=, reason=}, ...}}
 --        | nil, msg, "E_PARSE"   (the reply was cut by the token limit, or holds no code)
+--   extract.best(reply, lang) -> the candidate kevo evaluates | nil, feedback, "E_PARSE"
+--       lang: the language asked for. Prefers that language, then a candidate with a launch,
+--       then one that defines a kernel; among equals the last (a reply's final version). The
+--       feedback says what was wrong and what an answer must look like, for the next prompt.
 -- `reply` is a reply from kevo.llm (a table with text and truncated) or plain text. A reply cut
 -- by the token limit yields no candidate at all: half a kernel must never be compiled.
+--
+-- Replies as models write them: code in fences or, with no fence at all, the stretch from the
+-- first line of code to the last; a ```python block is Triton when it has @triton.jit, and CUDA
+-- when its strings hold a __global__ kernel (torch's load_inline, cupy); other Python (a usage
+-- example) is no candidate. Host code around a kernel is dropped (kevo.extract.cuda,
+-- kevo.extract.triton) and a candidate's `notes` say what changed.
+local cuda_src = require "kevo.extract.cuda"
+local triton_src = require "kevo.extract.triton"
+
 local M = {}
 
 local LANGS = {
@@ -17,12 +31,16 @@ local LANGS = {
   lua = "lua",
 }
 
+local function looks_python(code)
+  return code:find("@triton.jit", 1, true) or code:find("^%s*import%s") or
+    code:find("\nimport%s") or code:find("^%s*from%s+[%w_%.]+%s+import%s") or
+    code:find("\nfrom%s+[%w_%.]+%s+import%s") or code:find("load_inline", 1, true)
+end
+
 -- A language for a block without a tag, from what it holds (nil when unclear).
 local function guess(code)
+  if looks_python(code) then return "python" end
   if code:find("__global__", 1, true) or code:find('extern "C"', 1, true) then return "cuda" end
-  if code:find("@triton.jit", 1, true) or code:find("import triton", 1, true) then
-    return "python"
-  end
   if code:find("^%s*return%s*{") and code:find("kernels", 1, true) then return "lua" end
   return nil
 end
@@ -66,27 +84,95 @@ function M.blocks(text)
   return blocks
 end
 
--- The text of a launch chunk inside a source: a /* kevo:launch ... */ comment (CUDA C), a
--- '''kevo:launch ... ''' or """kevo:launch ... """ string, or `# kevo:launch` followed by
--- `#` comment lines (Python).
+-- The launch chunk in comment lines: a `PREFIX kevo:launch` line, then PREFIX lines.
+local function launch_in_comment_lines(source, prefix)
+  local lines, inside = {}, false
+  for line in (source .. "\n"):gmatch("([^\n]*)\n") do
+    if inside then
+      local body = line:match("^%s*" .. prefix .. " ?(.*)$")
+      if not body then break end
+      lines[#lines + 1] = body
+    elseif line:match("^%s*" .. prefix .. "%s*kevo:launch%s*$") then
+      inside = true
+    end
+  end
+  if inside and #lines > 0 then return table.concat(lines, "\n") .. "\n" end
+  return nil
+end
+
+-- The text of a launch chunk inside a source: a /* kevo:launch ... */ comment or `// kevo:launch`
+-- followed by `//` comment lines (CUDA C), a '''kevo:launch ... ''' or """kevo:launch ... """
+-- string, or `# kevo:launch` followed by `#` comment lines (Python).
 function M.launch(source)
   local chunk = source:match("/%*%s*kevo:launch[ \t]*\n(.-)%*/")
   if chunk then return chunk end
   chunk = source:match("'''%s*kevo:launch[ \t]*\n(.-)'''") or
           source:match('"""%s*kevo:launch[ \t]*\n(.-)"""')
   if chunk then return chunk end
-  local lines, inside = {}, false
-  for line in (source .. "\n"):gmatch("([^\n]*)\n") do
-    if inside then
-      local body = line:match("^%s*#%s?(.*)$")
-      if not body then break end
-      lines[#lines + 1] = body
-    elseif line:match("^%s*#%s*kevo:launch%s*$") then
-      inside = true
+  return launch_in_comment_lines(source, "#") or launch_in_comment_lines(source, "//")
+end
+
+-- A reply with no fence: the stretch from its first line of code to its last, as one block
+-- (none when it holds no kernel).
+local CODE_START = {
+  cuda = {"^%s*#%s*include", "^%s*#%s*define", "^%s*#%s*pragma", "^%s*extern%s", "^%s*__global__",
+          "^%s*__device__", "^%s*template%s*<", "^%s*/%*", "^%s*//", "^%s*typedef%s",
+          "^%s*struct%s", "^%s*constexpr%s", "^%s*static%s", "^%s*using%s", "^%s*namespace%s"},
+  python = {"^import%s", "^from%s+[%w_%.]+%s+import", "^@triton", "^[\"']+kevo:launch",
+            "^#%s*kevo:launch"},
+}
+local CODE_END = {
+  cuda = {"^%s*}", "%*/%s*$", ";%s*$", "^%s*#", "{%s*$"},
+  python = {"^%s+%S", "^[%w_]+%s*=", "^import%s", "^from%s", "^@", "^def%s", "^[\"']+%s*$",
+            "^#"},
+}
+
+local function unfenced(text)
+  local lang = text:find("@triton.jit", 1, true) and "python" or
+    (text:find("__global__", 1, true) and "cuda")
+  if not lang then return {} end
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (line:gsub("\r$", "")) end
+  local function matches(line, pats)
+    for _, p in ipairs(pats) do
+      if line:find(p) then return true end
     end
+    return false
   end
-  if inside and #lines > 0 then return table.concat(lines, "\n") .. "\n" end
-  return nil
+  local first, last
+  for i, line in ipairs(lines) do
+    if not first and matches(line, CODE_START[lang]) then first = i end
+    if first and matches(line, CODE_END[lang]) then last = i end
+  end
+  if not (first and last) then return {} end
+  local code = table.concat(lines, "\n", first, last)
+  return {{lang = lang, code = code, closed = true, line = first, unfenced = true}}
+end
+
+-- The candidate a code block makes, or nil and why it makes none.
+local function candidate_of(b)
+  local code, lang, notes = b.code, b.lang == "python" and "triton" or "cuda", {}
+  if b.lang == "python" and not code:find("@triton.jit", 1, true) then
+    local inner = cuda_src.from_python(code)
+    if not inner then return nil, "a Python block without a kernel (no @triton.jit, no CUDA source)" end
+    lang = "cuda"
+    notes[#notes + 1] = "took the CUDA source from the Python block's strings"
+    local launch = M.launch(code) -- a kevo:launch string beside the CUDA source
+    code = inner
+    if launch and not M.launch(code) then b.python_launch = launch end
+  end
+  local more
+  if lang == "cuda" then
+    code, more = cuda_src.device_only(code)
+  else
+    code, more = triton_src.kernel_only(code)
+  end
+  for _, n in ipairs(more) do notes[#notes + 1] = n end
+  if b.unfenced then table.insert(notes, 1, "took the code from a reply without a code fence") end
+  local c = {lang = lang, source = code, line = b.line, closed = b.closed, notes = notes}
+  c.launch = M.launch(code) or b.python_launch
+  if c.launch then c.launch_from = "inline" end
+  return c
 end
 
 local function is_launch_block(b)
@@ -108,19 +194,21 @@ function M.candidates(reply, opts)
   end
   if type(text) ~= "string" then error("extract.candidates: reply must be a reply or text", 2) end
   local out, skipped, waiting = {}, {}, nil
-  for _, b in ipairs(M.blocks(text)) do
+  local blocks = M.blocks(text)
+  if #blocks == 0 then blocks = unfenced(text) end
+  for _, b in ipairs(blocks) do
     if not b.closed and not opts.unterminated then
       skipped[#skipped + 1] = {line = b.line, reason = "unterminated code fence"}
     elseif b.lang == "cuda" or b.lang == "cpp" or b.lang == "c" or b.lang == "python" then
-      local lang = b.lang == "python" and "triton" or "cuda"
-      local c = {lang = lang, source = b.code, line = b.line, closed = b.closed}
-      c.launch = M.launch(b.code)
-      if c.launch then
-        c.launch_from = "inline"
-      elseif waiting then -- a launch block written before its kernel
-        c.launch, c.launch_from, waiting = waiting, "block", nil
+      local c, why = candidate_of(b)
+      if c then
+        if not c.launch and waiting then -- a launch block written before its kernel
+          c.launch, c.launch_from, waiting = waiting, "block", nil
+        end
+        out[#out + 1] = c
+      else
+        skipped[#skipped + 1] = {line = b.line, reason = why}
       end
-      out[#out + 1] = c
     elseif is_launch_block(b) then
       local last = out[#out]
       if last and not last.launch then
@@ -131,11 +219,48 @@ function M.candidates(reply, opts)
     end
   end
   if #out == 0 then
-    local why = #skipped > 0 and "only an unterminated code fence" or "no code block"
+    local why = #skipped > 0 and skipped[1].reason or "no code block"
+    if #skipped > 0 and why == "unterminated code fence" then why = "only an unterminated code fence" end
     return nil, "E_PARSE: " .. why .. " in the reply", "E_PARSE"
   end
   out.skipped = skipped
   return out
+end
+
+-- How an answer must look, said after a reply kevo could not use.
+local FORMAT = {
+  cuda = "Answer with the whole source in one ```cuda block: kernels declared extern \"C\" "
+    .. "__global__, no host code (kevo launches the kernels), and the launch in a /* kevo:launch "
+    .. "return {kernels = {...}} */ comment inside the block.",
+  triton = "Answer with the whole module in one ```python block: the @triton.jit kernel(s), "
+    .. "imports of triton and math only, and the launch in a '\'\'kevo:launch return {kernels = "
+    .. "{...}} '\'\' string.",
+}
+
+local function has_kernel(c)
+  if c.lang == "triton" then return c.source:find("@triton.jit", 1, true) ~= nil end
+  return c.source:find("__global__", 1, true) ~= nil
+end
+
+function M.best(reply, lang)
+  if lang ~= "cuda" and lang ~= "triton" then
+    error("extract.best: lang must be 'cuda' or 'triton'", 2)
+  end
+  local cands, msg = M.candidates(reply)
+  if not cands then
+    local hint = FORMAT[lang]
+    if msg:find("token limit", 1, true) then
+      hint = "Your reply was cut by the token limit before it ended: answer again with the whole "
+        .. "source, with less explanation around it. " .. hint
+    end
+    return nil, msg .. "\n" .. hint, "E_PARSE"
+  end
+  local best, best_score
+  for _, c in ipairs(cands) do
+    local score = (c.lang == lang and 4 or 0) + (c.launch and 2 or 0) + (has_kernel(c) and 1 or 0)
+    if not best or score >= best_score then best, best_score = c, score end
+  end
+  return best
 end
 
 return M

@@ -323,9 +323,14 @@ local function make_proposer(llm_cfg, ctx_ref, llm_state)
   local llm = require "kevo.llm"
   local prompt = require "kevo.prompt"
   local extract = require "kevo.extract"
+  local unusable -- why the last unusable reply was refused: the next prompt says it
   return {
     propose = function(parent, entry, feedback, n, task)
       local notes = {}
+      if unusable then
+        notes[#notes + 1] = "An earlier answer could not be used: " .. unusable
+        unusable = nil
+      end
       if parent and parent.knobs and next(parent.knobs) then
         notes[#notes + 1] = "It was compiled with these knob values (-D defines for CUDA, " ..
           "constexpr arguments for Triton): " .. search.knobs_key(parent.knobs) ..
@@ -350,16 +355,12 @@ local function make_proposer(llm_cfg, ctx_ref, llm_state)
       local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + served
       local out = {}
       for _, r in ipairs(replies) do
-        local cands, why = extract.candidates(r)
-        local pick
-        for _, c in ipairs(cands or {}) do
-          if not pick and c.lang == lang then pick = c end
-        end
-        pick = pick or (cands and cands[1])
+        local pick, why = extract.best(r, lang)
         if pick then
           out[#out + 1] = {lang = pick.lang, source = pick.source, launch = pick.launch}
         else
-          ctx_ref.ctx:log("llm: a reply held no kernel (%s)", tostring(why))
+          unusable = why
+          ctx_ref.ctx:log("llm: a reply held no kernel (%s)", (tostring(why):gsub("\n.*", "")))
         end
       end
       return out, tokens

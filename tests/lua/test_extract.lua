@@ -81,4 +81,66 @@ assert(extract.launch("'''kevo:launch\nreturn 2\n'''") == "return 2\n")
 assert(extract.launch('x = """kevo:launch\nreturn 3\n"""') == "return 3\n")
 assert(extract.launch("int x;") == nil)
 assert(not pcall(extract.candidates, reply, {bogus = true}))
+
+-- `// kevo:launch` comment lines in CUDA
+assert(extract.launch("// kevo:launch\n// return 4\nint x;") == "return 4\n")
+
+-- a reply without a fence: the code between its prose
+c = assert(extract.candidates("Sure:\n\nextern \"C\" __global__ void k(float* y) {\n  y[0] = 1;\n}\n" ..
+  "/* kevo:launch\nreturn {}\n*/\n\nThat is all.\n"))
+assert(#c == 1 and c[1].lang == "cuda" and c[1].launch == "return {}\n", c[1].source)
+assert(not c[1].source:find("Sure") and not c[1].source:find("That is all"), c[1].source)
+
+-- Python that is not Triton: load_inline's CUDA string is the candidate, a usage example none
+c = assert(extract.candidates("```python\nimport torch\nsrc = '\'\'\n#include <torch/extension.h>\n" ..
+  "__global__ void k(float* y) { y[0] = 1; }\ntorch::Tensor f(torch::Tensor x) {\n" ..
+  "  k<<<1, 1>>>(x.data_ptr<float>());\n  return x;\n}\n'\'\'\nmod = load_inline(name='k', cuda_sources=src)\n```\n" ..
+  "```python\nimport torch\nprint(torch.ones(3))\n```\n"))
+assert(#c == 1 and c[1].lang == "cuda", #c)
+assert(c[1].source:find('extern "C" __global__ void k', 1, true), c[1].source)
+assert(not c[1].source:find("<<<", 1, true) and not c[1].source:find("#include <torch/extension.h>\n", 1, true))
+assert(c[1].source:find("dropped host function f", 1, true), c[1].source)
+assert(#c.skipped == 1 and c.skipped[1].reason:find("without a kernel"))
+
+-- host code in a CUDA block is dropped; a template or overloaded kernel keeps its C++ name
+local cu = require "kevo.extract.cuda"
+local s, notes = cu.device_only("#include <vector>\n#include <cfloat>\n" ..
+  "template <int B> __global__ void t(float* y) {}\n" ..
+  "__global__ void o(float* y) {}\n__global__ void o(double* y) {}\n" ..
+  "__device__ int helper(int a) { return a; }\nint cdiv(int a, int b) { return (a + b - 1) / b; }\n" ..
+  "int main() { float* p; cudaMalloc(&p, 4); o<<<1, 1>>>(p); return 0; }\n")
+assert(s:find("dropped #include <vector>", 1, true) and s:find("#include <cfloat>", 1, true), s)
+assert(s:find("template <int B> __global__ void t", 1, true) and not s:find('extern "C"', 1, true), s)
+assert(s:find("int cdiv(int a, int b)", 1, true) and s:find("dropped host function main", 1, true), s)
+assert(#notes == 1 and notes[1]:find("main"), notes[1])
+assert(select(2, cu.device_only("__global__ void k() {}\n")) [1]:find('extern "C"'))
+local same = 'extern "C" __global__ void k() {}\n'
+assert(cu.device_only(same) == same)
+
+-- Triton: the launcher, torch and autotune go; a constexpr gets the launcher's value
+local tr = require "kevo.extract.triton"
+s, notes = tr.kernel_only("import torch\nimport triton\nimport triton.language as tl\n\n" ..
+  "@triton.autotune(\n    configs=[triton.Config({'B': 256}, num_warps=4)],\n    key=['n'],\n)\n" ..
+  "@triton.jit\ndef k(x, n, B: tl.constexpr):\n    pass\n\n" ..
+  "def run(x):\n    k[(1,)](x, x.numel(), B=512)\n\nclass ModelNew:\n    pass\n")
+assert(not s:find("import torch\n", 1, true) and s:find("import triton\n", 1, true), s)
+assert(s:find("@triton.jit\ndef k(x, n, B: tl.constexpr = 256):", 1, true), s)
+assert(not s:find("autotune", 1, true) and s:find("dropped def run", 1, true) and
+       s:find("dropped class ModelNew", 1, true), s)
+assert(#notes == 3, #notes)
+s = tr.kernel_only("import triton\n@triton.jit\ndef k(x, B: tl.constexpr):\n    pass\n" ..
+  "def go(x):\n    k[(1,)](x, B=128)\n")
+assert(s:find("B: tl.constexpr = 128", 1, true), s)
+
+-- best: the language asked for, with a launch, defining a kernel; the last among equals
+local two = "```cuda\nextern \"C\" __global__ void v1() {}\n/* kevo:launch\nreturn 1\n*/\n```\n" ..
+  "```cuda\nextern \"C\" __global__ void v2() {}\n/* kevo:launch\nreturn 2\n*/\n```\n" ..
+  "```cuda\nint main() { return 0; }\n```\n"
+assert(extract.best(two, "cuda").source:find("v2"))
+assert(extract.best(two, "triton").source:find("v2"))
+none, msg, code = extract.best("no code here", "cuda")
+assert(none == nil and code == "E_PARSE" and msg:find("```cuda block", 1, true), msg)
+none, msg = extract.best({text = two, truncated = true}, "triton")
+assert(msg:find("token limit") and msg:find("```python block", 1, true), msg)
+assert(not pcall(extract.best, two, "c"))
 print("extract ok")

@@ -1,0 +1,243 @@
+-- kevo.extract.cuda: a reply's CUDA C made into what kevo compiles, device code alone.
+--
+-- Models write kernels with their host side: a PyTorch wrapper and PYBIND11_MODULE (the
+-- load_inline style of KernelBench), a main() that tests the kernel, #include <torch/extension.h>.
+-- kevo compiles with NVRTC (no host compiler) and launches kernels itself from the kevo:launch
+-- block, so that host side is dropped, each piece replaced by a comment that names it.
+--
+--   local cu = require "kevo.extract.cuda"
+--   cu.device_only(src) -> src2, notes
+--       Drops the #includes of host headers, top-level functions that are not __global__ or
+--       __device__ and use host APIs (<<<...>>> launches, torch::, at::, cudaMalloc..., main,
+--       PYBIND11_MODULE), and declarations of torch functions; adds extern "C" to top-level
+--       __global__ kernels that lack it (kevo finds kernels by their names), when no template or
+--       overload makes that wrong. notes: what changed, one string each ({}: src2 == src).
+--   cu.from_python(code) -> src | nil
+--       The CUDA source held by a Python program's triple-quoted strings (load_inline's
+--       cuda_sources, cupy.RawKernel): every such string that defines a __global__ kernel.
+-- A reader for code as models write it, not a C++ parser: a top-level item ends at a `;` or at
+-- the `}` that closes a function body; comments and string literals are skipped.
+local M = {}
+
+local HOST_INCLUDE_DIRS = {"torch/", "ATen/", "c10/", "pybind11/"}
+local HOST_INCLUDES = {
+  ["Python.h"] = true, iostream = true, vector = true, string = true, map = true,
+  unordered_map = true, memory = true, stdexcept = true, sstream = true, fstream = true,
+  chrono = true, thread = true, mutex = true, functional = true, iomanip = true, random = true,
+}
+
+-- What only host code does (patterns over a function's text).
+local HOST_USES = {
+  "<<<", "%f[%w_]torch::", "%f[%w_]at::", "%f[%w_]c10::", "TORCH_CHECK", "AT_DISPATCH",
+  "PYBIND11_MODULE", "%f[%w_]py::", "%f[%w_]cuda%u%w*%s*%(", "%f[%w_]std::cout",
+  "%f[%w_]std::cerr", "%f[%w_]std::vector", "%f[%w_]std::string", "%f[%w_]main%s*%(",
+  "%f[%w_]malloc%s*%(", "%f[%w_]fprintf%s*%(", "%f[%w_]exit%s*%(",
+}
+-- Declarations (no body) that only host code can read.
+local HOST_DECLS = {"%f[%w_]torch::", "%f[%w_]at::", "%f[%w_]py::", "%f[%w_]std::vector"}
+
+local function any(text, pats)
+  for _, p in ipairs(pats) do
+    if text:find(p) then return true end
+  end
+  return false
+end
+
+local function is_host_header(name)
+  if HOST_INCLUDES[name] then return true end
+  for _, d in ipairs(HOST_INCLUDE_DIRS) do
+    if name:sub(1, #d) == d then return true end
+  end
+  return false
+end
+
+-- Past a comment or a string/char literal starting at i, or nil when there is none at i.
+local function skip_lexeme(src, i)
+  local two = src:sub(i, i + 1)
+  if two == "//" then
+    local e = src:find("\n", i, true)
+    return e or #src + 1
+  elseif two == "/*" then
+    local _, e = src:find("*/", i + 2, true)
+    return e and e + 1 or #src + 1
+  end
+  local q = src:sub(i, i)
+  if q == '"' or q == "'" then
+    local j = i + 1
+    while j <= #src do
+      local ch = src:sub(j, j)
+      if ch == "\\" then
+        j = j + 2
+      elseif ch == q or ch == "\n" then
+        return j + 1
+      else
+        j = j + 1
+      end
+    end
+    return j
+  end
+  return nil
+end
+
+-- Top-level items of src, in order: {text =, kind = "pp"|"code"}. Together they are src.
+local function split_items(src)
+  local items, start, i, n = {}, 1, 1, #src
+  local depth, paren, line_start = 0, 0, true
+  local function push(stop, kind)
+    if stop >= start then items[#items + 1] = {text = src:sub(start, stop), kind = kind} end
+    start = stop + 1
+  end
+  while i <= n do
+    local ch = src:sub(i, i)
+    local past = skip_lexeme(src, i)
+    if past then
+      i = past
+      line_start = src:sub(i - 1, i - 1) == "\n"
+    elseif ch == "\n" then
+      i, line_start = i + 1, true
+    elseif line_start and (ch == " " or ch == "\t") then
+      i = i + 1
+    elseif line_start and ch == "#" and depth == 0 and paren == 0 then
+      -- a directive line (with its continuations) is an item of its own; code before it that
+      -- is not only blanks and comments ends there
+      local line_begin = i
+      while line_begin > start and src:sub(line_begin - 1, line_begin - 1) ~= "\n" do
+        line_begin = line_begin - 1
+      end
+      local pending = src:sub(start, line_begin - 1)
+      local stripped = pending:gsub("/%*.-%*/", ""):gsub("//[^\n]*", "")
+      if stripped:find("%S") then push(line_begin - 1, "code") end
+      local j = i
+      repeat
+        local e = src:find("\n", j, true) or n + 1
+        local cont = src:sub(e - 1, e - 1) == "\\"
+        j = e + 1
+      until not cont or j > n
+      push(math.min(j - 1, n), "pp")
+      i, line_start = j, true
+    else
+      line_start = false
+      if ch == "{" then
+        depth = depth + 1
+      elseif ch == "}" then
+        depth = depth - 1
+        if depth == 0 and paren == 0 then
+          local head = src:sub(start, i):match("^[^{]*")
+          local needs_semicolon = head:find("%f[%w_]struct%f[^%w_]") or
+            head:find("%f[%w_]class%f[^%w_]") or head:find("%f[%w_]union%f[^%w_]") or
+            head:find("%f[%w_]enum%f[^%w_]") or head:find("=%s*$")
+          if not needs_semicolon then push(i, "code") end
+        end
+      elseif ch == "(" then
+        paren = paren + 1
+      elseif ch == ")" then
+        paren = paren - 1
+      elseif ch == ";" and depth == 0 and paren == 0 then
+        push(i, "code")
+      end
+      i = i + 1
+    end
+  end
+  push(n, "code")
+  return items
+end
+
+-- An item's leading blanks and comments, and the rest.
+local function lead_and_body(text)
+  local i = 1
+  while true do
+    local s = text:match("^%s*", i)
+    i = i + #s
+    local past = (text:sub(i, i + 1) == "//" or text:sub(i, i + 1) == "/*") and skip_lexeme(text, i)
+    if not past then break end
+    i = past
+  end
+  return text:sub(1, i - 1), text:sub(i)
+end
+
+function M.device_only(src)
+  assert(type(src) == "string", "extract.cuda.device_only: src must be a string")
+  local items = split_items(src)
+  local notes, dropped, out = {}, {}, {}
+  local kernels = {} -- top-level __global__ items that may get extern "C": name -> count
+  for _, it in ipairs(items) do
+    local lead, body = lead_and_body(it.text)
+    it.lead, it.body = lead, body
+    if it.kind == "pp" then
+      local name = body:match("^#%s*include%s*[<\"]([^>\"]+)[>\"]")
+      if name and is_host_header(name) then it.drop = "#include <" .. name .. ">" end
+    elseif body:find("%S") then
+      local head = body:match("^[^{]*")
+      local has_body = #head < #body
+      local device = head:find("__global__", 1, true) or head:find("__device__", 1, true)
+      if not device and has_body and head:find("%)[%s%w_]*$") and any(body, HOST_USES) then
+        it.drop = "host function " .. (head:match("([%w_:~]+)%s*%(") or "?")
+      elseif not device and not has_body and any(body, HOST_DECLS) then
+        it.drop = "host declaration " .. (head:match("([%w_:~]+)%s*%(") or "?")
+      elseif head:find("__global__", 1, true) and not head:find('extern%s*"C"') and
+             not head:find("%f[%w_]template%f[^%w_]") then
+        local name = head:match("([%w_]+)%s*%(")
+        if name then
+          kernels[name] = (kernels[name] or 0) + 1
+          it.kernel = name
+        end
+      end
+    end
+  end
+  local externed = {}
+  for _, it in ipairs(items) do
+    if it.drop then
+      dropped[#dropped + 1] = it.drop
+      local why = it.kind == "pp" and "a host header" or
+        "kevo compiles device code only and launches the kernels itself"
+      out[#out + 1] = it.lead .. "/* kevo: dropped " .. it.drop .. " (" .. why .. ") */" ..
+        (it.body:match("\n*$") or "")
+    elseif it.kernel and kernels[it.kernel] == 1 then
+      externed[#externed + 1] = it.kernel
+      out[#out + 1] = it.lead .. it.body:gsub("__global__", 'extern "C" __global__', 1)
+    else
+      out[#out + 1] = it.text
+    end
+  end
+  if #dropped > 0 then notes[#notes + 1] = "dropped host code: " .. table.concat(dropped, ", ") end
+  if #externed > 0 then
+    notes[#notes + 1] = 'declared extern "C" (kevo finds kernels by name): ' ..
+      table.concat(externed, ", ")
+  end
+  if #notes == 0 then return src, notes end
+  return table.concat(out), notes
+end
+
+-- The contents of the triple-quoted strings of a Python program, in order.
+local function triple_strings(code)
+  local out, i = {}, 1
+  while true do
+    local a1, a2 = code:find('"""', i, true), code:find("'''", i, true)
+    local a, q
+    if a1 and (not a2 or a1 < a2) then
+      a, q = a1, '"""'
+    elseif a2 then
+      a, q = a2, "'''"
+    else
+      break
+    end
+    local b = code:find(q, a + 3, true)
+    if not b then break end
+    out[#out + 1] = code:sub(a + 3, b - 1)
+    i = b + 3
+  end
+  return out
+end
+
+function M.from_python(code)
+  local parts = {}
+  for _, s in ipairs(triple_strings(code)) do
+    if s:find("__global__", 1, true) and not s:find("^%s*kevo:launch") then
+      parts[#parts + 1] = (s:gsub("^\r?\n", ""))
+    end
+  end
+  if #parts == 0 then return nil end
+  return table.concat(parts, "\n")
+end
+
+return M
