@@ -37,15 +37,15 @@ void kevo_l_checkopts(lua_State *L, int idx, const char *fname, const char *cons
         ok = strcmp(*a, k) == 0;
     }
     if (!ok) {
+      const char *key = luaL_tolstring(L, -1, NULL); /* stack: key, keystr */
       luaL_Buffer b;
       luaL_buffinit(L, &b);
       for (const char *const *a = allowed; *a; a++) {
         if (a != allowed) luaL_addstring(&b, ", ");
         luaL_addstring(&b, *a);
       }
-      luaL_pushresult(&b);
-      luaL_error(L, "%s: unknown option '%s' (allowed: %s)", fname, luaL_tolstring(L, -2, NULL),
-                 lua_tostring(L, -2));
+      luaL_pushresult(&b); /* stack: key, keystr, allowed */
+      luaL_error(L, "%s: unknown option '%s' (allowed: %s)", fname, key, lua_tostring(L, -1));
     }
   }
 }
