@@ -27,14 +27,32 @@ static void format_time(double t, char *out, size_t n) {
     snprintf(out, n, "-");
 }
 
+/* The model file of a run evaluated by the model evaluator (its config's evaluator_spec is
+ * "model:FILE"), copied into out; 0 for a run measured on a GPU. */
+static int synthetic_model(const kevo_row *r, char *out, size_t n) {
+  const char *config = kevo_row_text(r, "config", NULL);
+  cJSON *c = config ? cJSON_Parse(config) : NULL;
+  const cJSON *spec = cJSON_GetObjectItem(c, "evaluator_spec");
+  int yes = cJSON_IsString(spec) && !strncmp(spec->valuestring, "model:", 6);
+  if (yes) snprintf(out, n, "%s", spec->valuestring + 6);
+  cJSON_Delete(c);
+  return yes;
+}
+
+/* ud: an int set to 1 when the run's timings are synthetic. */
 static int print_details(void *ud, const kevo_row *r) {
-  (void)ud;
-  char started[32], finished[32];
+  char started[32], finished[32], model[1024];
   double t0 = kevo_row_real(r, "created", 0), t1 = kevo_row_real(r, "finished", 0);
   format_time(t0, started, sizeof started);
   format_time(t1, finished, sizeof finished);
   printf("run %lld: %s with %s (%s)\n", (long long)kevo_row_int(r, "id", 0),
          text_or(r, "recipe", "-"), text_or(r, "strategy", "-"), text_or(r, "status", "?"));
+  if (synthetic_model(r, model, sizeof model)) {
+    *(int *)ud = 1;
+    printf("  SYNTHETIC   every verdict and time of this run comes from the model evaluator\n"
+           "              %s (KEVO_EVALUATOR), not from a GPU: nothing was measured\n",
+           model);
+  }
   printf("  started     %s", started);
   if (t1 > 0) printf("   finished %s (%.0f s)", finished, t1 - t0);
   printf("\n  recipe      %s", text_or(r, "recipe_path", "-"));
@@ -70,10 +88,11 @@ static void print_number(const char *fmt, double v) {
     printf(fmt, v);
 }
 
+/* ud: an int, 1 when the run's timings are synthetic. */
 static int print_best(void *ud, const kevo_row *r) {
-  (void)ud;
-  printf("best: candidate %lld (%s, %s", (long long)kevo_row_int(r, "candidate", 0),
-         text_or(r, "candidate_origin", "?"), text_or(r, "candidate_lang", "?"));
+  printf("best%s: candidate %lld (%s, %s", *(int *)ud ? " (synthetic)" : "",
+         (long long)kevo_row_int(r, "candidate", 0), text_or(r, "candidate_origin", "?"),
+         text_or(r, "candidate_lang", "?"));
   if (kevo_row_int(r, "candidate_parent", 0))
     printf(", parent %lld", (long long)kevo_row_int(r, "candidate_parent", 0));
   printf("), evaluation %lld:", (long long)kevo_row_int(r, "id", 0));
@@ -97,7 +116,7 @@ static int print_best(void *ud, const kevo_row *r) {
 static int print_top(void *ud, const kevo_row *r) {
   int *n = ud;
   if ((*n)++ == 0)
-    printf("top candidates:\n%4s  %9s  %10s  %10s  %-8s  %-6s  %7s  %s\n", "#", "CANDIDATE",
+    printf("top candidates:\n%4s  %9s  %10s  %10s  %-10s  %-6s  %7s  %s\n", "#", "CANDIDATE",
            "SPEEDUP", "MEDIAN_MS", "ORIGIN", "LANG", "PARENT", "KNOBS");
   printf("%4d  %9lld  ", *n, (long long)kevo_row_int(r, "id", 0));
   print_number("%9.2fx", kevo_row_real(r, "speedup", NAN));
@@ -106,7 +125,8 @@ static int print_top(void *ud, const kevo_row *r) {
   int64_t parent = kevo_row_int(r, "parent", 0);
   char p[24] = "-";
   if (parent) snprintf(p, sizeof p, "%lld", (long long)parent);
-  printf("  %-8.8s  %-6.6s  %7s  %s\n", text_or(r, "origin", "-"), text_or(r, "lang", "-"), p,
+  /* origins are whole (a strategy names them freely); a long one shifts the row, not cut */
+  printf("  %-10s  %-6.6s  %7s  %s\n", text_or(r, "origin", "-"), text_or(r, "lang", "-"), p,
          text_or(r, "knobs", ""));
   return 0;
 }
@@ -133,6 +153,13 @@ static int json_verdict(void *ud, const kevo_row *r) {
   return 0;
 }
 
+/* ud: a char[1024] given the model file of a synthetic run, "" for a measured one. */
+static int json_synthetic(void *ud, const kevo_row *r) {
+  char *model = ud;
+  if (!synthetic_model(r, model, 1024)) model[0] = 0;
+  return 1;
+}
+
 static int show_json(kevo_archive *a, int64_t run, kevo_error *err) {
   cJSON *root = cJSON_CreateObject();
   struct json_ud run_ud = {root, "run"}, best_ud = {root, "best"}, top_ud = {NULL, NULL};
@@ -140,6 +167,9 @@ static int show_json(kevo_archive *a, int64_t run, kevo_error *err) {
   cJSON *verdicts = rc ? NULL : cJSON_AddObjectToObject(root, "verdicts");
   if (!rc && !(top_ud.into = verdicts ? cJSON_AddArrayToObject(root, "top") : NULL))
     rc = kevo_fail(err, KEVO_E_NOMEM, "out of memory");
+  char model[1024] = "";
+  if (!rc) rc = kevo_archive_run(a, run, json_synthetic, model, &found, err);
+  if (!rc && model[0]) cJSON_AddStringToObject(root, "synthetic", model);
   if (!rc && !(rc = kevo_archive_verdicts(a, run, json_verdict, verdicts, err)) &&
       !(rc = kevo_archive_best(a, run, json_row, &best_ud, &found, err)) &&
       !(rc = kevo_archive_top(a, run, SHOW_TOP, json_row, &top_ud, err))) {
@@ -155,15 +185,17 @@ static int show_json(kevo_archive *a, int64_t run, kevo_error *err) {
 }
 
 static int show_text(kevo_archive *a, int64_t run, kevo_error *err) {
-  int found = 0, n = 0, rc;
-  if ((rc = kevo_archive_run(a, run, print_details, NULL, &found, err)) ||
+  int found = 0, n = 0, rc, synthetic = 0;
+  if ((rc = kevo_archive_run(a, run, print_details, &synthetic, &found, err)) ||
       (rc = kevo_archive_verdicts(a, run, print_verdict, &n, err)))
     return rc;
   printf(n ? "\n" : "verdicts: no evaluations yet\n");
-  if ((rc = kevo_archive_best(a, run, print_best, NULL, &found, err))) return rc;
+  if ((rc = kevo_archive_best(a, run, print_best, &synthetic, &found, err))) return rc;
   if (!found) printf("best: no correct candidate yet\n");
   n = 0;
-  return kevo_archive_top(a, run, SHOW_TOP, print_top, &n, err);
+  rc = kevo_archive_top(a, run, SHOW_TOP, print_top, &n, err);
+  if (!rc && n && synthetic) printf("(synthetic: speed-ups and times from the model evaluator)\n");
+  return rc;
 }
 
 static int last_run(void *ud, const kevo_row *r) {
@@ -231,7 +263,9 @@ const struct kevo_command kevo_cmd_show = {
     "Shows run RUN (an id from kevo runs, or 'last') of the archive (./kevo.db, or $KEVO_DB, or\n"
     "--db PATH): its recipe, strategy, seed, config and provenance; its candidates, evaluations\n"
     "and LLM usage; evaluations counted by verdict; the best correct candidate (speed-up, median\n"
-    "time, the first lines of its source); and the ten fastest correct candidates.\n\n"
+    "time, the first lines of its source); and the ten fastest correct candidates. A run\n"
+    "evaluated by the model evaluator (KEVO_EVALUATOR=model:FILE) says SYNTHETIC: its verdicts\n"
+    "and times were computed, not measured (--json: \"synthetic\": FILE).\n\n"
     "  --db PATH   the archive to read\n"
     "  --json      print {run, verdicts, best, top} as JSON (best includes the whole source)\n\n"
     "Reads only: never creates or changes the archive.\n"

@@ -55,8 +55,9 @@ end
 local function arch_of(best, result, fp)
   local cc = type(fp.cc) == "table" and fp.cc or (result.device or {}).cc
   if type(cc) == "table" and cc[1] then return ("sm_%d%d"):format(cc[1], cc[2] or 0) end
-  if result.compile and result.compile.arch then return result.compile.arch end
-  return nil
+  local arch = result.compile and result.compile.arch
+  if type(arch) == "string" and arch:match("^sm_%d+a?$") then return arch end
+  return nil -- not said (or "model": the model evaluator compiled nothing)
 end
 
 local function defines_of(knobs)
@@ -163,6 +164,8 @@ local function export(db, run, dir, sys)
   local files, notes = {}, {}
   local function wrote(name, what) files[#files + 1] = {file = name, what = what} end
   local function note(s) notes[#notes + 1] = s end
+  local synthetic = report.synthetic_model(decode(run.config))
+  if synthetic then note(report.synthetic_line(synthetic)) end
 
   local by_id = {}
   for _, c in ipairs(assert(db:candidates(run.id))) do by_id[c.id] = c end
@@ -181,7 +184,8 @@ local function export(db, run, dir, sys)
   if not arch then
     local cuda = try_require "kevo.cuda"
     arch = cuda and cuda.default_arch() or "sm_90"
-    note("the archive does not say which architecture the kernel was measured on; compiled for " .. arch)
+    note(synthetic and ("a synthetic run names no GPU; compiled for " .. arch)
+         or ("the archive does not say which architecture the kernel was measured on; compiled for " .. arch))
   end
 
   -- shapes and plans
@@ -306,10 +310,11 @@ local function export(db, run, dir, sys)
     evaluation = {id = best.id, verdict = best.verdict, stage = best.stage, speedup = best.speedup, median_ms = best.median_ms,
                   bench = result.bench, verify = result.verify, compile = result.compile and {arch = result.compile.arch,
                   kernels = result.compile.kernels} or nil},
-    measured_on = {device = fp.device or (result.device or {}).name, cc = fp.cc or (result.device or {}).cc,
+    synthetic = synthetic and {model = synthetic, note = "computed by the model evaluator, not measured"} or nil,
+    measured_on = not synthetic and {device = fp.device or (result.device or {}).name, cc = fp.cc or (result.device or {}).cc,
                    driver = fp.driver, sm_clock_mhz = bench.sm_clock_mhz or fp.sm_clock_mhz,
                    mem_clock_mhz = fp.mem_clock_mhz, temp_c = bench.temp_c or fp.temp_c,
-                   kevo_commit = fp.kevo_commit, fingerprint = fp},
+                   kevo_commit = fp.kevo_commit, fingerprint = fp} or nil,
     cubin = cubin and {file = "kernel.cubin", arch = arch, bytes = #cubin,
                        compiler = lang == "triton" and "triton" or "nvrtc", hash = type(cinfo) == "table" and cinfo.hash or nil} or nil,
     notes = json.array(notes),
@@ -317,7 +322,8 @@ local function export(db, run, dir, sys)
   write(dir, "provenance.json", json.encode(provenance, {pretty = true}))
   wrote("provenance.json", "recipe, run, candidate and its parent chain, GPU, driver, clocks, timings, verdict")
   write(dir, "README.md", require("kevo.export.readme").render{run = run, best = best, files = files, notes = notes,
-                                                               lang = lang, arch = arch, params = params})
+                                                               lang = lang, arch = arch, params = params,
+                                                               synthetic = synthetic})
   return files, notes
 end
 

@@ -56,14 +56,29 @@ function M.lineage(by_id, id)
   return chain
 end
 
+-- synthetic_model(config): the model file of a run evaluated by the model evaluator
+-- (KEVO_EVALUATOR=model:FILE, recorded as evaluator_spec), or nil for a run measured on a GPU.
+function M.synthetic_model(config)
+  local spec = type(config) == "table" and config.evaluator_spec
+  return type(spec) == "string" and spec:match("^model:(.+)$") or nil
+end
+
+-- The line every view shows for a synthetic run.
+function M.synthetic_line(model)
+  return ("SYNTHETIC: every verdict and time of this run comes from the model evaluator %s " ..
+          "(KEVO_EVALUATOR), not from a GPU: nothing was measured"):format(model)
+end
+
 -- gather(db, run): the model of a run every view draws from.
 --   run (row, config decoded), duration_s, verdicts {{verdict=, n=}}, llm {calls, input_tokens,
 --   output_tokens, cost}, candidates (id order; each with best evaluation `eval`, children),
 --   evals (id order; result/fingerprint decoded; tokens = LLM tokens spent by then;
---   best_so_far), best (an eval, with candidate), lineage (candidates root..best).
+--   best_so_far), best (an eval, with candidate), lineage (candidates root..best), synthetic
+--   (the model file when the model evaluator computed the results, else nil).
 function M.gather(db, run)
   local m = {run = run, verdicts = {}, candidates = {}, evals = {}, by_id = {}}
   run.config = decode(run.config)
+  m.synthetic = M.synthetic_model(run.config)
   if run.finished and run.created then m.duration_s = run.finished - run.created end
   for v, n in pairs(assert(db:verdicts(run.id))) do m.verdicts[#m.verdicts + 1] = {verdict = v, n = n} end
   table.sort(m.verdicts, function(a, b)
@@ -172,6 +187,7 @@ function M.text(m)
   add("run %d: %s with %s (%s), %s", r.id, r.recipe or "?", r.strategy or "?", r.status or "?",
       M.fmt_duration(m.duration_s))
   add("  recipe      %s%s", r.recipe_path or "-", r.recipe_hash and (" (sha256 %s)"):format(r.recipe_hash:sub(1, 12)) or "")
+  if m.synthetic then add("  %s", M.synthetic_line(m.synthetic)) end
   add("  kevo        %s (%s) on %s", r.kevo_version or "?", r.kevo_commit or "?", r.host or "?")
   local vs = {}
   for _, v in ipairs(m.verdicts) do vs[#vs + 1] = ("%s %d"):format(v.verdict, v.n) end
@@ -184,12 +200,16 @@ function M.text(m)
     return table.concat(out, "\n") .. "\n"
   end
   local c = b.candidate_row or {}
-  add("best: candidate %d (%s, %s), %s over the reference", b.candidate, c.origin or "?", c.lang or "?",
-      fmt_num(b.speedup, "%.2fx"))
+  add("best: candidate %d (%s, %s), %s over the reference%s", b.candidate, c.origin or "?", c.lang or "?",
+      fmt_num(b.speedup, "%.2fx"), m.synthetic and " (synthetic)" or "")
   add("  median      %s (reference %s)", fmt_num(b.median_ms, "%.4f ms"), fmt_num(b.ref_median_ms, "%.4f ms"))
   add("  roofline    %s, %s", fmt_num(b.roofline_pct, "%.1f%%"), fmt_num(b.gbps, "%.0f GB/s"))
   if c.knobs and next(c.knobs) then add("  knobs       %s", json.encode(c.knobs)) end
-  add("  measured    %s", M.fingerprint_line(b))
+  if m.synthetic then
+    add("  computed    by the model evaluator %s, not measured", m.synthetic)
+  else
+    add("  measured    %s", M.fingerprint_line(b))
+  end
   add("  lineage     %s", M.lineage_line(m.lineage))
   return table.concat(out, "\n") .. "\n"
 end
@@ -202,7 +222,7 @@ function M.summary(m)
            strategy = r.strategy, status = r.status, created = r.created, finished = r.finished,
            duration_s = m.duration_s, seed = r.seed, config = r.config, kevo_version = r.kevo_version,
            kevo_commit = r.kevo_commit, host = r.host},
-    candidates = #m.candidates, evaluations = #m.evals,
+    candidates = #m.candidates, evaluations = #m.evals, synthetic = m.synthetic,
     verdicts = {}, llm = m.llm, lineage = json.array(),
   }
   for _, v in ipairs(m.verdicts) do s.verdicts[v.verdict] = v.n end

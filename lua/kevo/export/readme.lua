@@ -9,10 +9,18 @@ function M.render(o)
   local function add(s) out[#out + 1] = s end
   add(("# Kernel exported by kevo: run %d, candidate %d"):format(r.id, b.candidate))
   add("")
-  add(("Recipe `%s`, strategy `%s`. Verified against the recipe's reference on the GPU named in "
-       .. "provenance.json, then timed: %s over the reference, median %s ms. Compiled for `%s`.")
-      :format(md(r.recipe), md(r.strategy), b.speedup and ("%.2fx"):format(b.speedup) or "?",
-              b.median_ms and ("%.4f"):format(b.median_ms) or "?", md(o.arch)))
+  if o.synthetic then
+    add(("**SYNTHETIC.** Recipe `%s`, strategy `%s`. This run's verdicts and times were computed by the "
+         .. "model evaluator `%s` (KEVO_EVALUATOR), not measured on a GPU: the kernel was neither verified "
+         .. "nor timed (the model said %s over the reference). Compiled for `%s`.")
+        :format(md(r.recipe), md(r.strategy), md(o.synthetic),
+                b.speedup and ("%.2fx"):format(b.speedup) or "?", md(o.arch)))
+  else
+    add(("Recipe `%s`, strategy `%s`. Verified against the recipe's reference on the GPU named in "
+         .. "provenance.json, then timed: %s over the reference, median %s ms. Compiled for `%s`.")
+        :format(md(r.recipe), md(r.strategy), b.speedup and ("%.2fx"):format(b.speedup) or "?",
+                b.median_ms and ("%.4f"):format(b.median_ms) or "?", md(o.arch)))
+  end
   add("")
   add("## Files")
   add("")

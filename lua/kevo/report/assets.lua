@@ -55,6 +55,7 @@ table.grid td.n { text-align: right; font-variant-numeric: tabular-nums; }
 table.grid td.msg { max-width: 420px; overflow-wrap: anywhere; color: #475467; }
 table.grid td.knobs { font: 11px ui-monospace, monospace; overflow-wrap: anywhere; max-width: 220px; }
 table.grid tr.best { background: #eff6ff; }
+.synthetic { font-weight: 600; color: var(--bad); border: 1px solid var(--bad); padding: 6px 10px; }
 .status { font-weight: 600; } .s-done { color: var(--ok); } .s-failed, .s-killed { color: var(--bad); }
 footer { color: var(--muted); font-size: 12px; margin-top: 24px; }
 #js-errors { color: var(--bad); white-space: pre-wrap; }

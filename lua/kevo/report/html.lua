@@ -162,9 +162,11 @@ function M.render(m)
       :format(esc(title), esc(r.recipe), esc(r.strategy), cls(r.status), esc(r.status), esc(report.fmt_duration(m.duration_s)),
               esc(r.recipe_path or "-"), r.recipe_hash and (" sha256 <code>" .. esc(r.recipe_hash:sub(1, 16)) .. "</code>") or "",
               esc(r.kevo_version), esc(r.kevo_commit), esc(r.host)))
+  if m.synthetic then add('<p class="synthetic">' .. esc(report.synthetic_line(m.synthetic)) .. "</p>") end
   local cards = {}
   if b then
-    cards[#cards + 1] = card("speed-up", report.fmt_num(b.speedup, "%.2fx"), "over the reference")
+    cards[#cards + 1] = card("speed-up", report.fmt_num(b.speedup, "%.2fx"),
+                             m.synthetic and "over the reference (synthetic)" or "over the reference")
     cards[#cards + 1] = card("median time", report.fmt_num(b.median_ms, "%.4f ms"),
                              "reference " .. report.fmt_num(b.ref_median_ms, "%.4f ms"))
     cards[#cards + 1] = card("roofline", report.fmt_num(b.roofline_pct, "%.1f%%"), report.fmt_num(b.gbps, "%.0f GB/s"))
@@ -190,11 +192,15 @@ function M.render(m)
   if b then
     local c = b.candidate_row or {}
     add(("<section><h2>Best kernel: candidate #%d</h2><p class=\"meta\">%s, %s, evaluation %d: %s, median %s, %s of roofline, %s. "
-         .. "Knobs <code>%s</code>. Lineage: %s.</p><p class=\"meta\">Measured on %s.</p>%s</section>")
+         .. "Knobs <code>%s</code>. Lineage: %s.</p><p class=\"meta\">%s</p>%s</section>")
         :format(b.candidate, esc(c.origin), esc(c.lang), b.id, esc(report.fmt_num(b.speedup, "%.2fx")),
                 esc(report.fmt_num(b.median_ms, "%.4f ms")), esc(report.fmt_num(b.roofline_pct, "%.1f%%")),
                 esc(report.fmt_num(b.gbps, "%.0f GB/s")), esc(c.knobs and json.encode(c.knobs) or "{}"),
-                esc(report.lineage_line(m.lineage)), esc(report.fingerprint_line(b)), source_block(c.source)))
+                esc(report.lineage_line(m.lineage)),
+                m.synthetic and ("<strong>Synthetic</strong>: computed by the model evaluator " .. esc(m.synthetic)
+                                 .. ", not measured on a GPU.")
+                  or ("Measured on " .. esc(report.fingerprint_line(b)) .. "."),
+                source_block(c.source)))
   end
 
   local tree, nodes = lineage_tree(m)
