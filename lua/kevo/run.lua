@@ -258,9 +258,9 @@ local function make_evaluator(task, cfg, host, spec)
     local delay = tonumber(host.getenv("KEVO_MODEL_DELAY") or "")
     if delay and delay > 0 then
       local inner = ev.evaluate_many
-      ev.evaluate_many = function(list)
+      ev.evaluate_many = function(list, ask)
         host.sleep(delay * #list)
-        return inner(list)
+        return inner(list, ask)
       end
     end
     return ev, "model " .. file
@@ -273,10 +273,12 @@ local function make_evaluator(task, cfg, host, spec)
     error(tostring(msg), 0)
   end
   return {
-    evaluate_many = function(list)
+    -- ask: nil, or {bench = false} for a cheaper level (kevo.search LEVELS: verify only)
+    evaluate_many = function(list, ask)
       local clean = {}
       for i, c in ipairs(list) do
-        clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs}
+        clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs,
+                    bench = ask and ask.bench}
       end
       return ev:evaluate_many(clean)
     end,
@@ -663,6 +665,8 @@ function M.execute(cfg, host)
     return EXIT_FAILED
   end
   local status, why = "done", nil
+  -- a strategy that returned after the budget cut its last batch: the run still ended on it
+  if ok and ctx._cut and search.is_global_stop(ctx._cut) then why = ctx._cut end
   if not ok then
     if search.is_stop(err) then
       why = err

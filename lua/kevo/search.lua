@@ -15,14 +15,18 @@
 --                         origin} in one batch; returns their entries in order. Records every
 --                         candidate and evaluation in the archive, updates ctx.best, counts toward
 --                         --max-evals. A candidate already evaluated in this run is not evaluated
---                         again: its earlier entry comes back (free).
+--                         again: its earlier entry comes back (free). When the evaluation budget
+--                         (the run's or a with_limits phase's) ends inside the batch, the entries
+--                         of the candidates before that point come back (a shorter list) with the
+--                         stop as a second value; the next call raises it.
 --   ctx:propose(parent, feedback, n)  asks the LLM for n rewrites of parent (an entry or a
 --                         candidate), or, parent nil, for n kernels written from the task alone;
 --                         returns candidates (maybe fewer than n), or nil when no LLM is
 --                         configured.
 --   ctx:history()         every entry so far, in evaluation order (a fresh list)
 --   ctx:top(k)            the k best verified entries, best first, one per distinct candidate
---   ctx:budget_left()     {evals=, seconds=, tokens=}; nil fields are unlimited
+--   ctx:budget_left()     {evals=, seconds=, tokens=}; nil fields are unlimited; inside
+--                         with_limits, the tighter of the phase's budget and the run's
 --   ctx:log(fmt, ...)     one line on stderr (above the progress line)
 --   ctx:knob_space(x)     the knob space of a seed, an entry or a candidate (ordered list)
 --   ctx:seed_candidates([n])  one candidate per seed at its default knobs (the first value of
@@ -33,8 +37,9 @@
 --   ctx:children(entry, n [, feedback])  ctx:propose when an LLM is configured, else neighbors
 --   ctx:candidate(base, knobs, origin)  a candidate: base's source with other knobs, parent base
 --   ctx:with_limits({evals=, seconds=}, fn, ...)  runs fn(...) with a tighter budget; returns
---                         true when fn ended by itself or spent that budget, and re-raises any
---                         stop of the whole run
+--                         true, fn's results when fn returned; false, stop when that budget (or
+--                         the token budget, or a stall) ended it; re-raises any stop of the whole
+--                         run
 --
 -- Entries: an evaluation result (docs/architecture.md "Evaluation result": ok, verdict, stage,
 -- message, feedback, compile, verify, bench) plus `id` (the archive's candidate id),
@@ -74,8 +79,12 @@ local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = tru
 M.STALL_BATCHES, M.STALL_LLM_BATCHES = 50, 5
 
 -- depth: for "phase", the with_limits level whose budget ended (1 the outermost).
+local function make_stop(reason, message, depth)
+  return setmetatable({reason = reason, message = message, depth = depth}, Stop)
+end
+
 local function stop(reason, message, depth)
-  error(setmetatable({reason = reason, message = message, depth = depth}, Stop), 0)
+  error(make_stop(reason, message, depth), 0)
 end
 
 function M.is_stop(e)
@@ -199,6 +208,7 @@ function M.new(opts)
     _offline_id = 0, -- ids of candidates a replay has no record of (negative)
     _entries = {},
     _seen = {},      -- candidate key -> entry
+    _seen_at = {verify = {}}, -- level -> candidate key -> entry of that cheaper level
     _by_id = {},     -- candidate id -> entry
     _next_id = 0,    -- ids when there is no archive
     _phase = nil,    -- {evals_end=, deadline=} set by with_limits
@@ -279,6 +289,18 @@ local function spent_phase(p, test)
   return owner
 end
 
+-- The stop of a spent evaluation budget (the run's, or a with_limits phase's), not raised; nil
+-- while there are evaluations left.
+function Ctx:_evals_spent()
+  local o = private[self].opts
+  if o.max_evals and self.evals >= o.max_evals then
+    return make_stop("evals", "--max-evals " .. o.max_evals .. " reached")
+  end
+  local pe = spent_phase(self._phase, function(p) return p.evals_end and self.evals >= p.evals_end end)
+  if pe then return make_stop("phase", "phase evaluations", pe.depth) end
+  return nil
+end
+
 -- Raises the stop that applies now, if any. `what` is "evaluate" or "propose".
 -- Deterministic stops (the evaluation and token budgets, a fatal verdict) are tested here
 -- every time; the others (Ctrl-C, the clock) are tested live and recorded in the journal,
@@ -293,11 +315,8 @@ function Ctx:_check_stop(what)
     replaying = not tape:live() -- a resume goes live here at the journal's end
   end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
-  if o.max_evals and self.evals >= o.max_evals then
-    stop("evals", "--max-evals " .. o.max_evals .. " reached")
-  end
-  local pe = spent_phase(self._phase, function(p) return p.evals_end and self.evals >= p.evals_end end)
-  if pe then stop("phase", "phase evaluations", pe.depth) end
+  local spent = self:_evals_spent()
+  if spent then error(spent, 0) end
   if what == "propose" and o.max_tokens and self.tokens >= o.max_tokens then
     stop("tokens", "token budget " .. o.max_tokens .. " spent")
   end
@@ -346,8 +365,10 @@ local function parent_id(p)
   return nil
 end
 
+local LEVELS
+
 local function score_of(r)
-  if not r.ok then return nil end
+  if not r.ok or r.level then return nil end
   local b = r.bench
   if b and b.speedup then return b.speedup end
   if b and b.median_ms and b.median_ms > 0 then return 1 / b.median_ms end
@@ -379,19 +400,34 @@ local function eval_items(todo)
   local items = {}
   for j, c in ipairs(todo) do
     items[j] = {lang = c.lang, src = journal.digest(c.source), launch = journal.digest(c.launch),
-                knobs = knobs_key(c.knobs), parent = c.parent, origin = c.origin}
+                knobs = knobs_key(c.knobs), parent = c.parent, origin = c.origin,
+                level = c.level, promote = c.id} -- both nil for a first full evaluation
   end
   return items
 end
+
+-- Cheaper evaluation levels (ctx:evaluate(cands, {level = ...})). A result of one is marked
+-- `level` and holds no bench: no speed-up, no score, never ctx.best, ctx:top or the archive's
+-- best. The same candidate asked for at the full level later is evaluated again (promoted)
+-- under its candidate id. ask: what the evaluator is told; mark: the result as recorded.
+LEVELS = {
+  verify = {ask = {bench = false}, mark = function(r)
+    if type(r) ~= "table" then return r end
+    r.bench, r.level = nil, "verify"
+    if r.ok then r.stage = "verify" end
+    return r
+  end},
+}
 
 -- Evaluates the batch live; with an archive, records its candidates, evaluations and journal
 -- entry in one transaction (a kill leaves all of them or none). Returns ids, results.
 function Ctx:_evaluate_live(todo, request)
   local fault = private[self].opts.fault or function() end
-  local raw = private[self].opts.evaluator.evaluate_many(todo)
+  local level = todo[1].level
+  local raw = private[self].opts.evaluator.evaluate_many(todo, level and LEVELS[level].ask or nil)
   fault("evaluated")
   local results, texts = {}, {}
-  for j = 1, #todo do results[j], texts[j] = as_recorded(raw[j]) end
+  for j = 1, #todo do results[j], texts[j] = as_recorded(level and LEVELS[level].mark(raw[j]) or raw[j]) end
   local ids = {}
   local db = private[self].opts.archive
   if not db then
@@ -404,7 +440,7 @@ function Ctx:_evaluate_live(todo, request)
   assert(db:begin())
   local ok, err = pcall(function()
     for j, c in ipairs(todo) do
-      ids[j] = assert(db:candidate_add{
+      ids[j] = c.id or assert(db:candidate_add{ -- a promotion keeps its candidate
         run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
         source = c.source, launch = c.launch, knobs = journal.canonical(c.knobs or {})})
     end
@@ -446,29 +482,50 @@ function Ctx:_evaluate_recorded(todo, request)
   return ids, results
 end
 
-function Ctx:evaluate(cands)
+function Ctx:evaluate(cands, opts)
   if type(cands) ~= "table" then error("ctx:evaluate: a list of candidates expected", 2) end
   if cands.source then cands = {cands} end -- one candidate given bare
   for i, c in ipairs(cands) do check_candidate(c, i) end
+  local level
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("ctx:evaluate: options must be a table", 2) end
+    for k in pairs(opts) do
+      if k ~= "level" then error("ctx:evaluate: unknown option '" .. tostring(k) .. "' (allowed: level)", 2) end
+    end
+    level = opts.level
+    if level == "full" then level = nil end
+    if level ~= nil and not LEVELS[level] then
+      error("ctx:evaluate: level must be 'full' or 'verify', got '" .. tostring(level) .. "'", 2)
+    end
+  end
   self:_check_stop("evaluate")
   if #cands == 0 then return {} end
   local left = self:budget_left().evals
-  local out, todo, todo_pos, truncated = {}, {}, {}, false
+  local out, todo, todo_pos, cut_at = {}, {}, {}, nil
   local batch_keys = {}
   for i, c in ipairs(cands) do
     local key = candidate_key(c)
-    local prev = self._seen[key]
-    if prev then
+    local prev = self._seen[key] or (level and self._seen_at[level][key])
+    local cheaper = not level and self._seen_at.verify[key] -- promoted: evaluated again, in full
+    if cut_at then
+      break -- the budget ends here: the rest is not looked at
+    elseif prev then
       out[i] = prev
     elseif batch_keys[key] then
       todo_pos[#todo_pos + 1] = {i, batch_keys[key]}
     elseif left and #todo >= left then
-      truncated = true
+      cut_at = i
     else
       local cand = {lang = c.lang, source = c.source, launch = c.launch, knobs = copy(c.knobs),
                     parent = parent_id(c.parent), origin = c.origin or "unknown",
                     seed = c.seed or (type(c.parent) == "table" and
-                           (c.parent.seed or (c.parent.candidate and c.parent.candidate.seed)))}
+                           (c.parent.seed or (c.parent.candidate and c.parent.candidate.seed))),
+                    level = level}
+      if cheaper then -- the candidate it was: same id, parent and origin
+        local pc = cheaper.candidate
+        cand = {lang = pc.lang, source = pc.source, launch = pc.launch, knobs = copy(pc.knobs),
+                parent = pc.parent, origin = pc.origin, seed = pc.seed, id = pc.id}
+      end
       todo[#todo + 1] = cand
       batch_keys[key] = #todo
       todo_pos[#todo_pos + 1] = {i, #todo}
@@ -508,11 +565,15 @@ function Ctx:evaluate(cands)
     entry.score = score_of(entry)
     entry.n = #self._entries + 1
     self._entries[#self._entries + 1] = entry
-    self._seen[candidate_key(cand)] = entry
-    self._by_id[cand.id] = entry
+    if cand.level then
+      self._seen_at[cand.level][candidate_key(cand)] = entry
+    else
+      self._seen[candidate_key(cand)] = entry
+    end
+    if not cand.level or not self._by_id[cand.id] then self._by_id[cand.id] = entry end
     entries[j] = entry
     self.evals = self.evals + 1
-    if entry.ok and (not self.best or entry.score > self.best.score) then self.best = entry end
+    if entry.score and (not self.best or entry.score > self.best.score) then self.best = entry end
     local fatal = FATAL_VERDICT[entry.verdict]
     if fatal and not self._fatal then
       self._fatal = {reason = fatal, message = entry.message or entry.verdict}
@@ -521,7 +582,13 @@ function Ctx:evaluate(cands)
   for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
   if private[self].opts.on_progress and self:_live() then private[self].opts.on_progress(self) end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
-  if truncated then self:_check_stop("evaluate") end
+  if cut_at then
+    -- The budget ended inside the batch: the strategy gets what was evaluated (candidates
+    -- 1 .. cut_at - 1) and the stop, finishes its step, and is stopped at its next call.
+    local s = self:_evals_spent()
+    self._cut = s
+    return out, s
+  end
   return out
 end
 
@@ -606,7 +673,7 @@ end
 
 function Ctx:top(k, entries)
   local ok = {}
-  for _, e in ipairs(entries or self._entries) do if e.ok then ok[#ok + 1] = e end end
+  for _, e in ipairs(entries or self._entries) do if e.ok and not e.level then ok[#ok + 1] = e end end
   table.sort(ok, M.better)
   local o = {}
   for i = 1, math.min(k or #ok, #ok) do o[i] = ok[i] end
@@ -643,28 +710,37 @@ function Ctx:space_size(space)
   return n
 end
 
--- A candidate from a base (a seed, an entry or a candidate) with the given knobs.
+-- A candidate from a base (a seed, an entry or a candidate) with the given knobs, merged over
+-- the base's own point (ctx:default_knobs(ctx:knob_space(base), base)): every knob of its space
+-- has a value, so one kernel has one knob table however it was asked for.
 function Ctx:candidate(base, knobs, origin)
+  if type(base) ~= "table" then error("ctx:candidate: a seed, entry or candidate expected", 2) end
   local c = base.candidate or base
-  local merged = copy(c.knobs)
+  local merged = self:default_knobs(self:knob_space(base), base)
+  for k, v in pairs(c.knobs or {}) do merged[k] = v end
   for k, v in pairs(knobs or {}) do merged[k] = v end
   return {lang = c.lang, source = c.source, launch = c.launch, knobs = merged,
           parent = c.id, origin = origin or "tune", seed = c.seed or base.index}
 end
 
--- The starting point of a space: for each knob, the default its seed's source gives it (the
+-- The starting point of a space: for each knob, base's own value when it has one in the space
+-- (an entry or candidate keeps its knobs), else the default its seed's source gives it (the
 -- value the author compiles with, when the space has it), else the space's first value. base:
--- the seed, or an entry or candidate made from one (optional).
+-- a seed, or an entry or candidate (optional).
 function Ctx:default_knobs(space, base)
   local c = base and (base.candidate or base)
   local seed = c and (c.defaults and c or self.seeds[c.seed or c.index or 0])
   local given = seed and seed.defaults or {}
+  local own = c and c.knobs or {}
   local k = {}
   for _, knob in ipairs(space) do
     k[knob.name] = knob.values[1]
     local d = given[knob.name]
     for _, v in ipairs(d and knob.values or {}) do
       if tostring(v) == d then k[knob.name] = v end
+    end
+    for _, v in ipairs(own[knob.name] ~= nil and knob.values or {}) do
+      if v == own[knob.name] then k[knob.name] = v end
     end
   end
   return k

@@ -3,7 +3,8 @@
 # name in `kevo list` and in `kevo run --strategy NAME` alike; a strategy file loads another by
 # name (strategy.load), the host reading ./strategies/NAME.lua for it, and composes them
 # (strategy.compose); a path inside a strategy is refused; `./a.lua+autotune` composes files on
-# the command line. On the synthetic cost model: no GPU.
+# the command line; a batch cut by the budget comes back to the strategy; the verify level and
+# its promotion through kevo run and replay. On the synthetic cost model: no GPU.
 set -u
 fail=0
 tmp=$(mktemp -d)
@@ -70,6 +71,44 @@ has "wide+beam: part 1 of 2: wide"
 mkdir strategies/dir.lua
 t "a strategy name that is a directory" 2 "$KEVO" run "$recipe" --strategy dir --max-evals 4
 has "strategies/dir.lua"
+
+# the budget ends inside a batch: the strategy sees what was evaluated, with the stop, and
+# finishes its step; the run still ends on [evals]
+cat > nine.lua <<'LUA'
+return {name = "nine", run = function(ctx)
+  local batch = {}
+  for _, b in ipairs({128, 256, 512, 1024, 2048}) do
+    for _, v in ipairs({1, 2}) do batch[#batch + 1] = ctx:candidate(ctx.seeds[1], {BLOCK = b, VEC = v}, "a_long_origin_name") end
+  end
+  local got, stop = ctx:evaluate(batch)
+  ctx:log("nine: %d of %d back, stop %s, best %s", #got, #batch, stop and stop.reason or "none",
+          ctx.best and "known" or "none")
+end}
+LUA
+t "a batch cut by --max-evals comes back" 0 "$KEVO" run "$recipe" --strategy ./nine.lua --max-evals 5
+has "nine: 5 of 10 back, stop evals, best known"; has "5 evaluations, 5 verified"; has "\[evals\]"
+t "kevo show prints whole origins" 0 "$KEVO" show last
+has " a_long_origin_name "
+
+# the cheaper level through kevo run, replayed from the journal
+cat > levels.lua <<'LUA'
+return {name = "levels", run = function(ctx)
+  local batch = {}
+  for _, b in ipairs({128, 256, 512, 1024}) do batch[#batch + 1] = ctx:candidate(ctx.seeds[1], {BLOCK = b}, "race") end
+  local quick = ctx:evaluate(batch, {level = "verify"})
+  local survivors = {}
+  for _, e in ipairs(quick) do if e.ok then survivors[#survivors + 1] = e.candidate end end
+  local full = ctx:evaluate(survivors)
+  ctx:log("levels: %d verified cheaply, %d promoted, best %.2fx", #quick, #full, ctx.best.score)
+end}
+LUA
+t "verify level, then promotion" 0 "$KEVO" run "$recipe" --strategy ./levels.lua
+has "levels: 4 verified cheaply, 4 promoted"; has "8 evaluations"
+levels_run=$(sed -n 's/^run \([0-9]*\) .*/\1/p' "$out" | head -1)
+t "kevo show: 4 candidates, 8 evaluations" 0 "$KEVO" show last
+has "candidates  4, evaluations 8"
+t "its replay asks what the journal holds" 0 "$KEVO" replay "$levels_run"
+has "no divergence"
 
 [ $fail = 0 ] && echo "all strategy file tests passed"
 exit $fail
