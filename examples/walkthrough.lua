@@ -14,7 +14,8 @@ local function step(n, text) print(string.format("\n== step %d: %s", n, text)) e
 
 -- Step 1. The task: what to optimise. `kevo run` loads it from a recipe (YAML); here it is
 -- written out: one seed kernel, a template whose knobs (BLOCK, VEC) are #defines, and the
--- values each knob may take.
+-- values each knob may take, as the ordered list of knobs a strategy sees in ctx.seeds[i].space
+-- (docs/strategies.md; search.new also takes a recipe's {NAME = {values}} and orders it by name).
 step(1, "a task with one seed template and its knob space")
 local SEED = [[
 #ifndef BLOCK
@@ -30,7 +31,8 @@ __global__ void scale(const float *x, float *y, int n) {
 ]]
 local task = {name = "scale", summary = "y = 2x"}
 local seeds = {{lang = "cuda", source = SEED, file = "scale.cu",
-                space = {BLOCK = {"128", "256", "512", "1024"}, VEC = {"1", "2", "4", "8"}}}}
+                space = {{name = "BLOCK", values = {128, 256, 512, 1024}},
+                         {name = "VEC", values = {1, 2, 4, 8}}}}}
 print("seed knobs: BLOCK in {128,256,512,1024}, VEC in {1,2,4,8}: 16 points")
 
 -- Step 2. The evaluator: compiles, verifies against the reference, times. On a GPU host:
@@ -46,7 +48,9 @@ local ctx = search.new{task = task, seeds = seeds, evaluator = evaluator, seed =
                        max_evals = 24, on_log = print}
 print("ctx.seeds[1] has " .. #ctx:knob_space(ctx.seeds[1]) .. " knobs")
 
--- Step 4. Evaluate the seed at its default knobs (the first value of each knob).
+-- Step 4. Evaluate the seed at its default knobs (ctx:default_knobs: under kevo run, the
+-- values its source defines when the space holds them; this seed table gives no `defaults`, so
+-- here each knob's first value).
 step(4, "evaluate the seed at its default knobs")
 local first = ctx:evaluate(ctx:seed_candidates())[1]
 print(string.format("verdict %s, %.4f ms, %.2fx the reference, %.0f%% of roofline",

@@ -175,7 +175,7 @@ static int check_one(const char *arg, int quiet) {
     print_source(r, &r->reference, "reference", ref_at);
     for (size_t k = 0; k < r->nseeds && k < 64; k++) {
       char label[32];
-      snprintf(label, sizeof label, "seed %zu", k);
+      snprintf(label, sizeof label, "seed %zu", k + 1); /* numbered as ctx.seeds and the logs */
       print_source(r, &r->seeds[k], label, seed_at[k]);
     }
     if (r->prompt) printf("  %-10s %zu characters\n", "prompt", strlen(r->prompt));

@@ -37,7 +37,7 @@ cmp -s "$ex" recipes/bias_relu/reference.cu && cmp -s "$ex" recipes/bias_relu/se
 t "kevo check accepts it" 0 "$KEVO" check recipes/bias_relu.yaml
 has "input  x   f32 [M=4096, N=4096]"; has "input  bias f32 [N=4096]"; has "output y   f32"
 has "bytes 8*M*N + 4*N = 134 MB"; has "BLOCK {128, 256, 512} = 3 points"
-has "seed 0     cuda recipes/bias_relu/seed.cu (kernel bias_relu), launch at recipes/bias_relu/seed.cu:5"
+has "seed 1     cuda recipes/bias_relu/seed.cu (kernel bias_relu), launch at recipes/bias_relu/seed.cu:5"
 has "reference  cuda recipes/bias_relu/reference.cu (kernel bias_relu), launch at recipes/bias_relu.yaml:"
 grep -qF 'extern "C" __global__ void bias_relu(const float* x, const float* bias, float* y, int M, int N)' \
   recipes/bias_relu.yaml || { echo "FAIL: the prompt lacks the signature"; fail=1; }
