@@ -23,6 +23,17 @@
 -- CUDA BLOCK*VEC above 8192 are wrong results (with a worst element); a block of more than 1024
 -- threads (CUDA's BLOCK, Triton's num_warps * 32) cannot launch.
 
+-- Run directly (kevo script examples/cost_model.lua), it says what it is: the model kevo run
+-- evaluates with (where it is loaded there is no `arg`, so this is skipped).
+local script_arg = rawget(_G, "arg")
+if script_arg and type(script_arg[0]) == "string" and script_arg[0]:match("cost_model%.lua$") then
+  io.stderr:write(script_arg[0], " is a model for the model evaluator, not a script: kevo run ",
+                  "uses it in place of a GPU, e.g.\n",
+                  "  KEVO_EVALUATOR=model:", script_arg[0], " kevo run softmax --max-evals 40\n",
+                  "  (kevo script examples/walkthrough.lua uses it too; docs/strategies.md)\n")
+  return 2
+end
+
 local function hash(s) -- FNV-1a, folded to [0, 1)
   local h = 0xcbf29ce484222325
   for i = 1, #s do h = (h ~ s:byte(i)) * 0x100000001b3 end

@@ -1,6 +1,7 @@
 -- A multi-turn kernel-writing conversation with a language model.
 --
 --   kevo script examples/llm_chat.lua [provider:model] [turns]
+--   kevo script --llm provider:model examples/llm_chat.lua
 --
 -- Works against any OpenAI-compatible server (OpenAI, OpenRouter, vLLM, SGLang, Ollama,
 -- llama.cpp) or Anthropic: set `llm = provider:model` (and llm.base_url) in kevo.conf, or
@@ -13,7 +14,19 @@ local extract = require "kevo.extract"
 local prompt = require "kevo.prompt"
 
 local spec, turns = arg[1] ~= "" and arg[1] or nil, tonumber(arg[2] or "3")
-llm.configure{flags = spec and {llm = spec} or nil}
+local flags = spec and {llm = spec} or nil
+local d = llm.doctor{probe = false, flags = flags}
+if not (d.configured and d.model) then
+  local why = d.error and not d.error:find("no model configured", 1, true) and (" (" .. d.error .. ")") or ""
+  io.stderr:write("llm_chat: no language model is configured", why,
+                  ". Name one:\n",
+                  "  kevo script examples/llm_chat.lua openai:gpt-4.1     (provider:model here)\n",
+                  "  kevo script --llm openai:gpt-4.1 examples/llm_chat.lua\n",
+                  "  KEVO_LLM=openai:gpt-4.1, or llm = openai:gpt-4.1 in kevo.conf\n",
+                  "and the key in its variable (OPENAI_API_KEY; llm.key_env); docs/llm.md, kevo doctor\n")
+  return 2
+end
+llm.configure{flags = flags}
 
 local task = {
   name = "softmax",

@@ -7,11 +7,27 @@
 #include <lua.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int script_main(int argc, char **argv) {
+  /* --llm PROVIDER:MODEL before the file: the model kevo.llm uses, as $KEVO_LLM would name it */
+  if (argc >= 2 && !strncmp(argv[1], "--llm", 5)) {
+    const char *spec = argv[1][5] == '='             ? argv[1] + 6
+                       : argv[1][5] == 0 && argc > 2 ? argv[2]
+                                                     : NULL;
+    if (!spec || !strchr(spec, ':')) {
+      fprintf(stderr, "kevo script: --llm takes PROVIDER:MODEL (see kevo script --help)\n");
+      return KEVO_EXIT_USAGE;
+    }
+    setenv("KEVO_LLM", spec, 1);
+    int used = argv[1][5] == '=' ? 1 : 2;
+    argc -= used;
+    argv += used;
+  }
   if (argc < 2) {
-    fprintf(stderr, "usage: kevo script FILE.lua [ARGS...] (see kevo script --help)\n");
+    fprintf(stderr, "usage: kevo script [--llm PROVIDER:MODEL] FILE.lua [ARGS...] (see kevo "
+                    "script --help)\n");
     return KEVO_EXIT_USAGE;
   }
   const char *path = argv[1];
@@ -70,11 +86,13 @@ static int script_main(int argc, char **argv) {
 
 const struct kevo_command kevo_cmd_script = {
     "script", "run a Lua script with the kevo modules (prototyping, teaching, tests)",
-    "usage: kevo script FILE.lua [ARGS...]\n\n"
+    "usage: kevo script [--llm PROVIDER:MODEL] FILE.lua [ARGS...]\n\n"
     "Runs FILE.lua in a trusted Lua 5.4 state: the whole standard library (io, os included)\n"
     "plus kevo's modules through require, e.g.\n\n"
     "  local kevo = require \"kevo\"\n  local cuda = require \"kevo.cuda\"\n\n"
     "The script sees its arguments in `arg` (arg[0] is the script) and as `...`.\n"
     "It may return an integer exit code, or false for exit 1. An uncaught error prints\n"
-    "a traceback and exits 1. Strategies loaded by `kevo run` are sandboxed; scripts are not.\n",
+    "a traceback and exits 1. Strategies loaded by `kevo run` are sandboxed; scripts are not.\n\n"
+    "  --llm PROVIDER:MODEL   the language model kevo.llm uses in the script (as $KEVO_LLM:\n"
+    "                         over kevo.conf's llm =), e.g. for examples/llm_chat.lua\n",
     script_main, 0};
