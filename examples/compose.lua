@@ -11,7 +11,8 @@ local strategy = require "kevo.strategy"
 -- Run directly (kevo script examples/compose.lua), it says what it is: a strategy, which kevo
 -- run loads (a strategy's sandbox has no `arg`, so this is skipped there).
 local script_arg = rawget(_G, "arg")
-if script_arg and type(script_arg[0]) == "string" and script_arg[0]:match("compose%.lua$") then
+if script_arg and type(script_arg[0]) == "string"
+   and ("/" .. script_arg[0]):match("/compose%.lua$") then
   io.stderr:write(script_arg[0], " is a strategy, not a script: kevo run loads it, e.g.\n",
                   "  kevo run softmax --strategy ", script_arg[0], " --max-evals 120\n",
                   "  (no GPU: KEVO_EVALUATOR=model:examples/cost_model.lua; docs/strategies.md)\n")

@@ -26,7 +26,8 @@
 -- Run directly (kevo script examples/cost_model.lua), it says what it is: the model kevo run
 -- evaluates with (where it is loaded there is no `arg`, so this is skipped).
 local script_arg = rawget(_G, "arg")
-if script_arg and type(script_arg[0]) == "string" and script_arg[0]:match("cost_model%.lua$") then
+if script_arg and type(script_arg[0]) == "string"
+   and ("/" .. script_arg[0]):match("/cost_model%.lua$") then
   io.stderr:write(script_arg[0], " is a model for the model evaluator, not a script: kevo run ",
                   "uses it in place of a GPU, e.g.\n",
                   "  KEVO_EVALUATOR=model:", script_arg[0], " kevo run softmax --max-evals 40\n",

@@ -427,7 +427,9 @@ function Ctx:_evaluate_live(todo, request)
   local raw = private[self].opts.evaluator.evaluate_many(todo, level and LEVELS[level].ask or nil)
   fault("evaluated")
   local results, texts = {}, {}
-  for j = 1, #todo do results[j], texts[j] = as_recorded(level and LEVELS[level].mark(raw[j]) or raw[j]) end
+  for j = 1, #todo do
+    results[j], texts[j] = as_recorded(level and LEVELS[level].mark(raw[j]) or raw[j])
+  end
   local ids = {}
   local db = private[self].opts.archive
   if not db then
@@ -490,7 +492,9 @@ function Ctx:evaluate(cands, opts)
   if opts ~= nil then
     if type(opts) ~= "table" then error("ctx:evaluate: options must be a table", 2) end
     for k in pairs(opts) do
-      if k ~= "level" then error("ctx:evaluate: unknown option '" .. tostring(k) .. "' (allowed: level)", 2) end
+      if k ~= "level" then
+        error("ctx:evaluate: unknown option '" .. tostring(k) .. "' (allowed: level)", 2)
+      end
     end
     level = opts.level
     if level == "full" then level = nil end
@@ -673,7 +677,9 @@ end
 
 function Ctx:top(k, entries)
   local ok = {}
-  for _, e in ipairs(entries or self._entries) do if e.ok and not e.level then ok[#ok + 1] = e end end
+  for _, e in ipairs(entries or self._entries) do
+    if e.ok and not e.level then ok[#ok + 1] = e end
+  end
   table.sort(ok, M.better)
   local o = {}
   for i = 1, math.min(k or #ok, #ok) do o[i] = ok[i] end
