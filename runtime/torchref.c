@@ -31,6 +31,7 @@ struct torchref {
   pid_t pid;
   int to_fd, from_fd;
   char dir[PATH_MAX], log[PATH_MAX + 16];
+  const char *python_from; /* which setting chose the interpreter (python_setting) */
   int dead;
 };
 
@@ -39,12 +40,27 @@ static int is_exec(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
+/* The interpreter's name and which setting gave it: --python, $KEVO_PYTHON (the one variable
+ * for kevo's python, Triton's too), $KEVO_TORCH_PYTHON (its older name for the bridge, still
+ * read when $KEVO_PYTHON is unset), else python3 on PATH. */
+static const char *python_setting(const char *given, const char **from) {
+  const char *e;
+  if (given && *given) return *from = "--python", given;
+  if ((e = getenv("KEVO_PYTHON")) && *e) return *from = "$KEVO_PYTHON", e;
+  if ((e = getenv("KEVO_TORCH_PYTHON")) && *e)
+    return *from = "$KEVO_TORCH_PYTHON (the older name of $KEVO_PYTHON)", e;
+  return *from = "python3 on PATH", "python3";
+}
+
 int torchref_find_python(const char *given, char *out, size_t n, kevo_error *err) {
-  const char *name = given && *given ? given : getenv("KEVO_TORCH_PYTHON");
-  if (!name || !*name) name = "python3";
+  const char *from;
+  const char *name = python_setting(given, &from);
   if (strchr(name, '/')) {
     if (!is_exec(name))
-      return kevo_fail(err, KEVO_E_UNSUPPORTED, "python '%s' is not an executable file", name);
+      return kevo_fail(err, KEVO_E_UNSUPPORTED,
+                       "python '%s' (from %s) is not an executable file: set KEVO_PYTHON to a "
+                       "python3 that can import torch",
+                       name, from);
     snprintf(out, n, "%s", name);
     return KEVO_OK;
   }
@@ -61,9 +77,9 @@ int torchref_find_python(const char *given, char *out, size_t n, kevo_error *err
     p = colon ? colon + 1 : NULL;
   }
   return kevo_fail(err, KEVO_E_UNSUPPORTED,
-                   "no %s with torch for the PyTorch reference: set KEVO_TORCH_PYTHON to a "
-                   "python3 that can import torch",
-                   name);
+                   "no %s (from %s) for the PyTorch reference: set KEVO_PYTHON to a python3 "
+                   "that can import torch, or pass --python",
+                   name, from);
 }
 
 /* Variables the bridge may see: what python, torch and CUDA need, nothing that looks secret. */
@@ -155,6 +171,7 @@ static int spawn(const char *mode, const char *problem, const torchref_opts *o, 
   torchref *t = calloc(1, sizeof *t);
   if (!t) return kevo_fail(err, KEVO_E_NOMEM, "out of memory");
   t->to_fd = t->from_fd = -1;
+  python_setting(o ? o->python : NULL, &t->python_from);
   const char *tmp = getenv("TMPDIR");
   snprintf(t->dir, sizeof t->dir, "%s/kevo-torch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(t->dir)) {
@@ -244,6 +261,11 @@ static int bridge_failed(torchref *t, int status, const char *what, kevo_error *
     msg += strlen("E_PROBLEM: ");
   else if ((msg = strstr(tail, "E_UNSUPPORTED: ")))
     msg += strlen("E_UNSUPPORTED: ");
+  if (code == 3)
+    return kevo_fail(err, st,
+                     "%s: %s; the python came from %s: set KEVO_PYTHON to a python3 that can "
+                     "import torch (kevo's Triton reads the same variable), or pass --python",
+                     what, msg ? msg : tail, t->python_from);
   if (msg || tail[0]) return kevo_fail(err, st, "%s: %s", what, msg ? msg : tail);
   return kevo_fail(err, st, "%s: the bridge %s %d and said nothing", what,
                    WIFEXITED(status) ? "exited with status" : "was killed by signal",

@@ -1,7 +1,7 @@
 /* torchref.h: the driver's side of the PyTorch bridge (python/kb_bridge.py, docs/kbench.md).
  *
  * KernelBench-format problems have a PyTorch module as their reference. The bridge runs it in
- * a python3 with torch ($KEVO_TORCH_PYTHON, else python3 on PATH), in a child process with a
+ * a python3 with torch ($KEVO_PYTHON, else python3 on PATH), in a child process with a
  * scrubbed environment that dies with the driver. It never sees a candidate: kevo's worker
  * draws the trial inputs, the bridge computes the reference outputs for exactly those inputs,
  * and they go back into the worker's reference cache (torchref_supply); the worker then judges
@@ -18,12 +18,15 @@
 typedef struct torchref torchref;
 
 typedef struct torchref_opts {
-  const char *python;     /* NULL: $KEVO_TORCH_PYTHON, else python3 on PATH */
+  const char *python;     /* NULL: $KEVO_PYTHON, $KEVO_TORCH_PYTHON, else python3 on PATH */
   double start_timeout_s; /* describe, or importing torch and building the model; 0: 300 */
 } torchref_opts;
 
-/* The interpreter: opts->python, $KEVO_TORCH_PYTHON, or python3 on PATH (a name without '/'
- * is looked up on PATH). KEVO_E_UNSUPPORTED naming what to set when none is found. */
+/* The interpreter: opts->python, $KEVO_PYTHON (kevo's one python variable, Triton's too),
+ * $KEVO_TORCH_PYTHON (its older name here, read only when $KEVO_PYTHON is unset), or python3 on
+ * PATH (a name without '/' is looked up on PATH). KEVO_E_UNSUPPORTED naming the setting that
+ * chose it and what to set when none is found; a python without torch fails at the bridge's
+ * start with the same advice. */
 int torchref_find_python(const char *given, char *out, size_t n, kevo_error *err);
 
 /* Runs `kb_bridge.py describe PROBLEM` and returns its JSON text (caller frees). KEVO_E_RECIPE

@@ -151,7 +151,7 @@ def evaluate(worker, bridge, req, cubin):
 
 def main():
     tmp = tempfile.mkdtemp()
-    env = dict(os.environ, KEVO_TORCH_PYTHON=sys.executable)
+    env = dict(os.environ, KEVO_PYTHON=sys.executable)
     # 1. import with real torch
     for name in ("relu", "sum_dim", "matmul", "conv2d", "linear_relu"):
         src = os.path.join(PROBLEMS, name + ".py")

@@ -19,9 +19,11 @@ if ! command -v nvcc >/dev/null 2>&1; then
   echo "SKIPPED: test_kbench needs nvcc to build its test kernels" >&2
   exit 77
 fi
-py="${KEVO_TORCH_PYTHON:-python3}"
+# the python with torch: KEVO_PYTHON (kevo's variable), or the older KEVO_TORCH_PYTHON when a
+# set-up still names it (it wins here: it can only mean torch's python)
+py="${KEVO_TORCH_PYTHON:-${KEVO_PYTHON:-python3}}"
 if ! "$py" -c "import torch" >/dev/null 2>&1; then
-  echo "SKIPPED: test_kbench needs python3 with torch (set KEVO_TORCH_PYTHON)" >&2
+  echo "SKIPPED: test_kbench needs python3 with torch (set KEVO_PYTHON)" >&2
   exit 77
 fi
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d ' .')

@@ -11,8 +11,8 @@
 # without its clamp) must be judged wrong against the PyTorch reference (exit 1, no verified
 # kernel). One torch.compile baseline per problem (the run's); the wrong run times nothing.
 # Needs a GPU and python3 with torch: exits 77 (skipped) without them.
-# env: KEVO (the binary), KEVO_SRC (the source tree), KEVO_TORCH_PYTHON (optional: the python
-# with torch, default python3)
+# env: KEVO (the binary), KEVO_SRC (the source tree), KEVO_PYTHON (optional: the python
+# with torch, default python3; the older KEVO_TORCH_PYTHON is read too)
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="${KEVO_SRC:-$here/../..}"
@@ -21,12 +21,14 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   echo "SKIPPED: test_kbench_run needs an NVIDIA GPU and there is none here" >&2
   exit 77
 fi
-py="${KEVO_TORCH_PYTHON:-python3}"
+# the python with torch: KEVO_PYTHON (kevo's variable), or the older KEVO_TORCH_PYTHON when a
+# set-up still names it (it wins here: it can only mean torch's python)
+py="${KEVO_TORCH_PYTHON:-${KEVO_PYTHON:-python3}}"
 if ! "$py" -c "import torch" >/dev/null 2>&1; then
-  echo "SKIPPED: test_kbench_run needs python3 with torch (set KEVO_TORCH_PYTHON)" >&2
+  echo "SKIPPED: test_kbench_run needs python3 with torch (set KEVO_PYTHON)" >&2
   exit 77
 fi
-export KEVO_TORCH_PYTHON="$py"
+export KEVO_PYTHON="$py"
 unset KEVO_LLM KEVO_LLM_BASE_URL KEVO_EVALUATOR
 export KEVO_LLM_KEY_ENV=KEVO_TEST_NO_SUCH_KEY # no real key goes to the loopback server
 tmp=$(mktemp -d)
