@@ -221,16 +221,19 @@ def count_flops(torch, prob):
 def measured_tolerance(torch, prob, outs):
     """Compares the reference at its own precision with the same model in float64 on the same
     inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol),
-    times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32."""
+    times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32. When it
+    cannot be measured: {"f32": None, "why": ...}, so the import says which tolerance it used."""
     import copy
     if not all(o.dtype == torch.float32 for o in outs):
-        return None
+        return {"f32": None, "why": "not every output is float32 (%s)"
+                % ", ".join(str(o.dtype).replace("torch.", "") for o in outs)}
     try:
         m64 = copy.deepcopy(prob.model).double()
         t64 = [t.double() if t.dtype.is_floating_point else t for _, _, t in prob.tensor_inputs()]
         o64 = prob.forward(m64, t64)
-    except Exception:
-        return None
+    except Exception as e:
+        return {"f32": None, "why": "the model in float64 failed: %s: %s"
+                % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
     worst = 0.0
     for a, e in zip(outs, o64):
         a, e = a.double(), e.double()
@@ -243,6 +246,62 @@ def measured_tolerance(torch, prob, outs):
             if m * 10.0 ** k >= t:
                 return {"f32": m * 10.0 ** k, "measured": worst}
     return {"f32": 1e-2, "measured": worst}
+
+
+def output_stats(torch, o):
+    """The finite values' range of an output: what an all-zero or constant kernel is up against."""
+    if not o.dtype.is_floating_point:
+        o = o.double()
+    flat = o.detach().flatten().double()
+    ok = torch.isfinite(flat)
+    if not ok.any():
+        return None
+    v = flat[ok]
+    return {"min": float(v.min()), "max": float(v.max()), "absmax": float(v.abs().max())}
+
+
+# What in a Model's source draws random numbers (a reference that does cannot be matched).
+RANDOM_CALLS = ("torch.randn", "torch.rand(", "torch.rand_like", "torch.randn_like",
+                "torch.randint", "torch.randperm", "torch.bernoulli", "torch.multinomial",
+                "torch.normal", "dropout(", ".normal_(", ".uniform_(", ".bernoulli_(")
+
+
+def randomness(torch, prob, outs):
+    """Runs the reference again on the same inputs and weights. Returns (why it is random or
+    None, the largest difference, scaled as kevo's tolerance is). A difference at the level of
+    rounding (a reduction in a different order) is nondeterminism, not randomness."""
+    again = prob.forward()
+    worst = 0.0
+    for a, b in zip(outs, again):
+        if a.shape != b.shape:
+            worst = float("inf")
+            break
+        if a.dtype.is_floating_point:
+            a64, b64 = a.double(), b.double()
+            ok = torch.isfinite(a64) & torch.isfinite(b64)
+            if bool((torch.isfinite(a64) != torch.isfinite(b64)).any()):
+                worst = float("inf")
+            elif ok.any():
+                worst = max(worst, float(((a64 - b64).abs() / (1 + a64.abs()))[ok].max()))
+        elif not torch.equal(a, b):
+            worst = float("inf")
+    if worst <= 1e-4:
+        return None, worst
+    causes = []
+    for name, m in prob.model.named_modules():
+        p = getattr(m, "p", None)
+        if m.training and "Dropout" in type(m).__name__ and isinstance(p, float) and p > 0:
+            causes.append("%s (nn.%s, p=%s) in training mode" % (name or "the model",
+                                                                type(m).__name__, fmt(p)))
+    try:
+        src = inspect.getsource(prob.mod.Model)
+    except (OSError, TypeError):
+        src = ""
+    causes += ["%s in Model" % c.rstrip("(") for c in RANDOM_CALLS if c in src]
+    return ("the reference is random: two runs on the same inputs and weights differ by up to "
+            "%s (relative); cause: %s. A kernel cannot match a random reference" %
+            (fmt(worst), "; ".join(causes) if causes else
+             "no random call found in Model's source (a random op inside a library call?)")), worst
 
 
 def degenerate(torch, prob, path, outs):
@@ -288,8 +347,11 @@ def describe(path):
                      "value": v if not isinstance(v, bool) else int(v)}
                     for kind, n, v in prob.args if kind == "value"]
     d["outputs"] = [{"name": "out" if len(outs) == 1 else "out%d" % i,
-                     "dtype": kevo_dtype(torch, o, "output %d" % i), "shape": list(o.shape)}
+                     "dtype": kevo_dtype(torch, o, "output %d" % i), "shape": list(o.shape),
+                     "stats": output_stats(torch, o)}
                     for i, o in enumerate(outs)]
+    d["random"], spread = randomness(torch, prob, outs)
+    d["nondeterminism"] = spread if math.isfinite(spread) else None
     nbytes = sum(t.numel() * t.element_size() for _, _, t in prob.tensor_inputs())
     nbytes += sum(t.numel() * t.element_size() for _, _, t in prob.weights)
     nbytes += sum(o.numel() * o.element_size() for o in outs)

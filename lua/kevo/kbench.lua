@@ -63,27 +63,120 @@ local function check(d)
 end
 
 -- Sizes: every dim value above 1 that equals exactly one module-level integer of the problem
--- takes its name; other dims are written as numbers (a value two integers share, say
--- in_channels = kernel_size = 3, would name one after the other).
+-- takes its name. A value several integers share (in_channels = kernel_size = 3) stays a number
+-- in the shapes, which cannot say which one a dim is, but each of those integers is still a
+-- size the kernel receives, in file order: a kernel never has to hard-code one.
 local function size_names(d)
   local byvalue, params, used = {}, {}, {}
   for _, g in ipairs(isnull(d.globals) and {} or d.globals) do
     local n, v = g.name, g.value
     if type(n) == "string" and n:match("^[%a_][%w_]*$") and not RESERVED[n]
         and math.type(v) == "integer" and v > 1 then
-      byvalue[v] = byvalue[v] == nil and n or false
+      byvalue[v] = byvalue[v] or {}
+      table.insert(byvalue[v], n)
     end
   end
   local function dim(v)
-    local n = byvalue[v]
-    if not n then return tostring(v) end
-    if not used[n] then
-      used[n] = true
-      params[#params + 1] = {name = n, value = v}
+    local names = byvalue[v]
+    if not names then return tostring(v) end
+    for _, n in ipairs(names) do
+      if not used[n] then
+        used[n] = true
+        params[#params + 1] = {name = n, value = v, shared = #names > 1 and names or nil}
+      end
     end
-    return n
+    return #names == 1 and names[1] or tostring(v)
   end
   return dim, params, used
+end
+
+-- The kernel's name: the problem's name without KernelBench's number ("19_ReLU" -> relu_kernel).
+local function kernel_name(name)
+  local s = tostring(name):gsub("^[%d_]+", ""):lower():gsub("[^%w]+", "_"):gsub("^_+", "")
+  s = s:gsub("_+$", "")
+  if s == "" or s:match("^%d") then s = "problem" .. (s ~= "" and "_" .. s or "") end
+  return s .. "_kernel"
+end
+
+-- 1, 2 or 5 x 10^k at or above x (x > 0).
+local function round_up(x)
+  local k = math.floor(math.log(x, 10))
+  for _ = 1, 2 do
+    for _, m in ipairs{1, 2, 5} do
+      local v = tonumber(("%.3g"):format(m * 10.0 ^ k))
+      if v >= x * (1 - 1e-9) then return v end
+    end
+    k = k + 1
+  end
+  return 10.0 ^ k
+end
+
+local F32_DEFAULT = 1e-5 -- the recipe default for f32 (docs/recipes.md)
+
+-- The f32 tolerance an imported recipe states, and why: {f32 = {atol, rtol}, why = text}, or
+-- {why = text} when no output is f32, or nil, "E_RECIPE: ..." when no tolerance can tell a right
+-- kernel from an all-zero or constant one. A check passes an element when
+-- |a - e| <= atol + rtol * |e|. The start is the bridge's measurement (t = 8x torch's own f32
+-- error s against float64, scaled by 1 + |e|, rounded up; atol = rtol = t) or, when it could not
+-- measure, kevo's default, said with the bridge's reason. A reference that is nondeterministic
+-- at the level of rounding widens t to 8x its own run-to-run spread. Then, per f32 output with
+-- statistics: where all zeros (|e| <= atol + rtol |e| everywhere) or a constant (max - min <=
+-- 2 (atol + rtol max|e|)) would pass, atol shrinks to 8s (and rtol too if needed) so that
+-- atol + rtol max|e| stays under a tenth of what separates a right output from the wrong one;
+-- when even 8s does not fit there, the problem is refused.
+function M.tolerance(d)
+  local f32 = false
+  for _, o in ipairs(d.outputs or {}) do f32 = f32 or o.dtype == "f32" end
+  if not f32 then return {why = "no f32 output: each dtype's default tolerance"} end
+  local measured = not isnull(d.tolerance) and tonumber(d.tolerance.f32) or nil
+  local s = measured and tonumber(d.tolerance.measured) or nil
+  local t, why
+  if measured then
+    t = measured
+    why = ("8x the error of torch's f32 result against float64 (%.3g), rounded up"):format(s or 0)
+  else
+    t = F32_DEFAULT
+    local reason = not isnull(d.tolerance) and not isnull(d.tolerance.why) and
+      tostring(d.tolerance.why) or "the description holds no measured tolerance"
+    why = ("kevo's default for f32, not measured: %s"):format(reason)
+  end
+  s = s or t / 8
+  local nd = tonumber(not isnull(d.nondeterminism) and d.nondeterminism or nil)
+  if nd and nd > 0 and 8 * nd > t then
+    t = round_up(8 * nd)
+    s = math.max(s, nd)
+    why = why .. ("; widened to 8x the reference's own run-to-run spread (%.3g)"):format(nd)
+  end
+  local atol, rtol, checked = t, t, false
+  for _, o in ipairs(d.outputs or {}) do
+    local st = not isnull(o.stats) and o.stats or nil
+    if o.dtype == "f32" and st and tonumber(st.absmax) and tonumber(st.min) and tonumber(st.max) then
+      checked = true
+      local absmax, spread = st.absmax, st.max - st.min
+      local zeros_pass = absmax <= atol + rtol * absmax
+      local constant_pass = spread <= 2 * (atol + rtol * absmax)
+      if zeros_pass or constant_pass then
+        local room = (zeros_pass and absmax or spread / 2) / 10
+        local floor8 = s > 0 and round_up(8 * s) or 0
+        local a, r = floor8, rtol
+        if a + r * absmax > room then r = floor8 end
+        if a + r * absmax > room then
+          return nil, ("E_RECIPE: refused: output %s is at most %.3g in size and spans %.3g; "
+            .. "torch's own f32 error (%.3g) leaves no tolerance under which a right kernel "
+            .. "passes and an all-zero or constant one fails"):format(o.name, absmax, spread, s)
+        end
+        why = why .. ("; rescaled to atol %.3g, rtol %.3g for output %s (at most %.3g in size, "
+          .. "spanning %.3g): atol %.3g would pass %s kernel"):format(a, r, o.name, absmax,
+          spread, atol, zeros_pass and "an all-zero" or "a constant")
+        atol, rtol = a, r
+      end
+    end
+  end
+  if not checked then
+    why = why .. "; not checked against all-zero or constant outputs (the description has no "
+      .. "output statistics)"
+  end
+  return {f32 = {atol = atol, rtol = rtol}, why = why}
 end
 
 local function product(dims)
@@ -102,6 +195,7 @@ function M.recipe(d, opts)
     return fail("refused: the reference is degenerate: %s; any kernel could pass it",
                 tostring(d.degenerate))
   end
+  if not isnull(d.random) then return fail("refused: %s", tostring(d.random)) end
   local name = opts.name or tostring(d.problem or "problem"):gsub("%.py$", "")
   name = name:gsub("[^%w_.-]", "_")
   local dim, params, used = size_names(d)
@@ -144,7 +238,7 @@ function M.recipe(d, opts)
     end
   end
   -- the contract
-  local kname = ident(name) .. "_kernel"
+  local kname = kernel_name(name)
   local sig, args = {}, {}
   for _, t in ipairs(tensors) do
     local c = CTYPE[t.dtype]
@@ -183,9 +277,17 @@ function M.recipe(d, opts)
   line("Outputs:")
   for _, t in ipairs(tensors) do if t.role == "output" then row(t) end end
   if #params > 0 then
-    local ps = {}
-    for _, p in ipairs(params) do ps[#ps + 1] = ("%s = %d"):format(p.name, p.value) end
+    local ps, notes, noted = {}, {}, {}
+    for _, p in ipairs(params) do
+      ps[#ps + 1] = ("%s = %d"):format(p.name, p.value)
+      if p.shared and not noted[p.value] then
+        noted[p.value] = true
+        notes[#notes + 1] = ("(%s share the value %d: dims of that size are written %d.)")
+          :format(table.concat(p.shared, " and "), p.value, p.value)
+      end
+    end
     line("Sizes (int): %s", table.concat(ps, ", "))
+    for _, n in ipairs(notes) do line("%s", n) end
   end
   for _, s in ipairs(scalars) do line("Constant (float): %s = %.9g", s.name, s.value) end
   line("")
@@ -224,11 +326,11 @@ function M.recipe(d, opts)
       y("  %s: {dtype: %s, shape: [%s]}", t.name, t.dtype, table.concat(t.dims, ", "))
     end
   end
-  local tol = not isnull(d.tolerance) and d.tolerance.f32
-  if type(tol) == "number" then
-    y("tolerance:  # 8x the error of torch's f32 result against float64 (%.3g), rounded up",
-      tonumber(d.tolerance.measured) or 0)
-    y("  f32: {atol: %.3g, rtol: %.3g}", tol, tol)
+  local tol, terr = M.tolerance(d)
+  if not tol then return nil, terr, "E_RECIPE" end
+  if tol.f32 then
+    y("tolerance:  # %s", tol.why)
+    y("  f32: {atol: %.3g, rtol: %.3g}", tol.f32.atol, tol.f32.rtol)
   end
   local cost = isnull(d.cost) and {} or d.cost
   local bytes = 0
@@ -247,7 +349,9 @@ function M.recipe(d, opts)
     .. "`problem.py` (the problem file as imported). `description.json`: what the PyTorch "
     .. "bridge saw when it ran the model once.\n"):format(name, contract, name)
   return {name = name, yaml = yaml, readme = readme, signature = signature, launch = launch,
-          tensors = tensors, params = params, contract = contract}
+          tensors = tensors, params = params, contract = contract,
+          tolerance_note = tol.f32 and ("tolerance f32 atol %.3g rtol %.3g: %s"):format(
+            tol.f32.atol, tol.f32.rtol, tol.why)}
 end
 
 local function exists(path)
@@ -342,7 +446,8 @@ function M.main(argv, host)
       return 1
     end
   end
-  io.stdout:write(("imported %s -> %s\n%s"):format(o.file, yaml_path, r.contract))
+  io.stdout:write(("imported %s -> %s\n%s%s"):format(o.file, yaml_path,
+    r.tolerance_note and (r.tolerance_note .. "\n") or "", r.contract))
   return 0
 end
 

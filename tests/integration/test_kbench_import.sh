@@ -40,7 +40,15 @@ done
 expect_sig relu 'extern "C" __global__ void relu_kernel(const float *__restrict__ x, float *__restrict__ out, int batch_size, int dim)'
 expect_sig sum_dim 'extern "C" __global__ void sum_dim_kernel(const float *__restrict__ x, float *__restrict__ out, int batch_size, int rows, int cols)'
 expect_sig matmul 'extern "C" __global__ void matmul_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ out, int M, int K, int N)'
-expect_sig conv2d 'extern "C" __global__ void conv2d_kernel(const float *__restrict__ x, const float *__restrict__ conv_weight, const float *__restrict__ conv_bias, float *__restrict__ out, int batch_size, int height, int width, int out_channels)'
+# in_channels = kernel_size = 3: the dims stay 3, but both sizes are still arguments
+expect_sig conv2d 'extern "C" __global__ void conv2d_kernel(const float *__restrict__ x, const float *__restrict__ conv_weight, const float *__restrict__ conv_bias, float *__restrict__ out, int batch_size, int in_channels, int kernel_size, int height, int width, int out_channels)'
+grep -q "(in_channels and kernel_size share the value 3: dims of that size are written 3.)" "$tmp/r/conv2d/README.md" \
+  && ok "conv2d: the contract says which sizes share a value" || bad "conv2d: no note on shared sizes"
+# KernelBench's numbered file names give plain kernel names
+cp "$kb/relu.py" "$tmp/19_ReLU.py"
+"$kevo" import "$tmp/19_ReLU.py" --description "$kb/relu.json" --out "$tmp/r" >"$tmp/n.out" 2>&1 \
+  && grep -q 'void relu_kernel(' "$tmp/r/19_ReLU.yaml" && ! grep -q 't_19' "$tmp/r/19_ReLU.yaml" \
+  && ok "19_ReLU.py: kernel relu_kernel" || bad "19_ReLU.py: $(grep -o 'void [a-z_0-9A-Z]*(' "$tmp/r/19_ReLU.yaml" | head -1) $(cat "$tmp/n.out")"
 expect_sig linear_relu 'extern "C" __global__ void linear_relu_kernel(const float *__restrict__ x, const float *__restrict__ linear_weight, const float *__restrict__ linear_bias, float *__restrict__ out, int batch_size, int in_features, int out_features)'
 
 # weights are inputs, after the forward's arguments, in named_parameters order, with their
@@ -97,13 +105,61 @@ echo 'not json' >"$tmp/bad2.json"
 import relu; rc=$?
 [ $rc -eq 2 ] && grep -q "exists" "$tmp/relu.err" && ok "existing recipe kept" || bad "existing recipe: exit $rc"
 import relu --force && ok "--force overwrites" || bad "--force: $(cat "$tmp/relu.err")"
-# without torch the bridge says so (python3 here has none; on a machine with torch, skip)
+# Honest tolerances and refusals, from descriptions edited here the way the bridge writes them
+# (python/kb_bridge.py: outputs[].stats, random, nondeterminism, tolerance.why; the bridge's side
+# runs on the GPU host, tests/gpu/test_kbench.sh).
+desc() { # desc OUT.json PYTHON-EXPR-ON-d: relu.json changed by the expression
+  python3 - "$kb/relu.json" "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+}
+timport() { # timport NAME DESC: imports relu.py under NAME with DESC; output in $tmp/NAME.out
+  "$kevo" import "$kb/relu.py" --name "$1" --description "$2" --out "$tmp/t" >"$tmp/$1.out" 2>&1
+}
+# softmax over a long row: outputs ~1e-6, so atol 1e-5 would pass an all-zero kernel
+desc "$tmp/tiny.json" 'd["outputs"][0]["stats"] = {"min": 1.48e-06, "max": 4.02e-06, "absmax": 4.02e-06}; d["tolerance"]["measured"] = 3.1e-13'
+if timport tiny "$tmp/tiny.json" && grep -q "f32: {atol: 5e-12, rtol: 1e-05}" "$tmp/t/tiny.yaml" \
+   && grep -q "atol 1e-05 would pass an all-zero kernel" "$tmp/t/tiny.yaml" && grep -q "tolerance f32 atol 5e-12" "$tmp/tiny.out"; then
+  ok "tiny outputs: atol rescaled, and why"
+else bad "tiny outputs: $(cat "$tmp/tiny.out"; grep -A1 '^tolerance' "$tmp/t/tiny.yaml")"; fi
+# outputs that span less than the tolerance: a constant would pass
+desc "$tmp/narrow.json" 'd["outputs"][0]["stats"] = {"min": 999.99, "max": 1000.01, "absmax": 1000.01}; d["tolerance"]["measured"] = 1e-9'
+timport narrow "$tmp/narrow.json" && grep -q "would pass a constant kernel" "$tmp/t/narrow.yaml" \
+  && ok "narrow outputs: rescaled against a constant kernel: $(grep -A1 '^tolerance' "$tmp/t/narrow.yaml" | tail -1)" || bad "narrow outputs: $(cat "$tmp/narrow.out")"
+# torch's own error as large as the outputs: refused, with the figures
+desc "$tmp/hopeless.json" 'd["outputs"][0]["stats"] = {"min": 0.0, "max": 1e-09, "absmax": 1e-09}; d["tolerance"]["measured"] = 1e-10'
+timport hopeless "$tmp/hopeless.json"; rc=$?
+[ $rc -eq 2 ] && grep -q "refused: output out is at most 1e-09 in size" "$tmp/hopeless.out" \
+  && ok "hopeless tolerance refused: $(cat "$tmp/hopeless.out")" || bad "hopeless: exit $rc $(cat "$tmp/hopeless.out")"
+# no float64 measurement: the default, said with the reason
+desc "$tmp/nomeasure.json" 'd["tolerance"] = {"f32": None, "why": "the model in float64 failed: RuntimeError: no double kernel"}'
+timport nomeasure "$tmp/nomeasure.json" && grep -q "kevo's default for f32, not measured: the model in float64 failed" "$tmp/t/nomeasure.yaml" \
+  && grep -q "f32: {atol: 1e-05, rtol: 1e-05}" "$tmp/t/nomeasure.yaml" && ok "unmeasured tolerance: the default, said" || bad "unmeasured: $(cat "$tmp/nomeasure.out")"
+# a reference that is nondeterministic at the level of rounding widens the tolerance
+desc "$tmp/nondet.json" 'd["nondeterminism"] = 3e-6'
+timport nondet "$tmp/nondet.json" && grep -q "f32: {atol: 5e-05, rtol: 5e-05}" "$tmp/t/nondet.yaml" \
+  && grep -q "run-to-run spread (3e-06)" "$tmp/t/nondet.yaml" && ok "nondeterministic reference: tolerance widened" || bad "nondet: $(grep -A1 '^tolerance' "$tmp/t/nondet.yaml")"
+# a random reference is refused with its cause
+desc "$tmp/random.json" 'd["random"] = "the reference is random: two runs on the same inputs and weights differ by up to 2 (relative); cause: drop (nn.Dropout, p=0.5) in training mode. A kernel cannot match a random reference"'
+timport random "$tmp/random.json"; rc=$?
+[ $rc -eq 2 ] && grep -q "refused: the reference is random.*nn.Dropout, p=0.5" "$tmp/random.out" \
+  && ok "random reference refused" || bad "random: exit $rc $(cat "$tmp/random.out")"
+
+# without torch the bridge says so, naming the variable to set (python3 here has none; on a
+# machine with torch, skip); KEVO_PYTHON is the variable, KEVO_TORCH_PYTHON its older name
 if ! python3 -c "import torch" 2>/dev/null; then
-  KEVO_TORCH_PYTHON=python3 "$kevo" import "$kb/relu.py" --out "$tmp/r3" 2>"$tmp/e5"; rc=$?
-  [ $rc -eq 1 ] && grep -q "no torch" "$tmp/e5" && ok "no torch: exit 1: $(cat "$tmp/e5")" || bad "no torch: exit $rc $(cat "$tmp/e5")"
+  KEVO_PYTHON=python3 "$kevo" import "$kb/relu.py" --out "$tmp/r3" 2>"$tmp/e5"; rc=$?
+  [ $rc -eq 1 ] && grep -q "no torch" "$tmp/e5" && grep -q 'from \$KEVO_PYTHON: set KEVO_PYTHON' "$tmp/e5" \
+    && ok "no torch: exit 1: $(cat "$tmp/e5")" || bad "no torch: exit $rc $(cat "$tmp/e5")"
+  env -u KEVO_PYTHON KEVO_TORCH_PYTHON=python3 "$kevo" import "$kb/relu.py" --out "$tmp/r3" 2>"$tmp/e7"; rc=$?
+  [ $rc -eq 1 ] && grep -q 'KEVO_TORCH_PYTHON (the older name of \$KEVO_PYTHON)' "$tmp/e7" \
+    && ok "the older KEVO_TORCH_PYTHON still read, and named" || bad "KEVO_TORCH_PYTHON: exit $rc $(cat "$tmp/e7")"
 fi
-KEVO_TORCH_PYTHON=/nonexistent/python3 "$kevo" import "$kb/relu.py" --out "$tmp/r3" 2>"$tmp/e6"; rc=$?
-[ $rc -eq 1 ] && grep -q "KEVO_TORCH_PYTHON\|not an executable" "$tmp/e6" && ok "no python: $(cat "$tmp/e6")" || bad "no python: exit $rc $(cat "$tmp/e6")"
+KEVO_PYTHON=/nonexistent/python3 "$kevo" import "$kb/relu.py" --out "$tmp/r3" 2>"$tmp/e6"; rc=$?
+[ $rc -eq 1 ] && grep -q "not an executable file: set KEVO_PYTHON" "$tmp/e6" && ok "no python: $(cat "$tmp/e6")" || bad "no python: exit $rc $(cat "$tmp/e6")"
 
 echo "$fails failure(s)"
 [ $fails -eq 0 ]

@@ -4,9 +4,10 @@
 extern "C" __global__ void conv2d_kernel(const float *__restrict__ x,
                                          const float *__restrict__ conv_weight,
                                          const float *__restrict__ conv_bias,
-                                         float *__restrict__ out, int batch_size, int height,
-                                         int width, int out_channels) {
-  const int C = 3, KS = 3;
+                                         float *__restrict__ out, int batch_size,
+                                         int in_channels, int kernel_size, int height, int width,
+                                         int out_channels) {
+  const int C = in_channels, KS = kernel_size;
   int oh_n = height - KS + 1, ow_n = width - KS + 1;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= (long long)batch_size * out_channels * oh_n * ow_n) return;
@@ -26,6 +27,7 @@ extern "C" __global__ void conv2d_kernel(const float *__restrict__ x,
 return {kernels = {{name = "conv2d_kernel",
                     grid = {cdiv(batch_size * out_channels * (height - 2) * (width - 2), 256)},
                     block = {256},
-                    args = {"x", "conv_weight", "conv_bias", "out", i32(batch_size), i32(height),
-                            i32(width), i32(out_channels)}}}}
+                    args = {"x", "conv_weight", "conv_bias", "out", i32(batch_size),
+                            i32(in_channels), i32(kernel_size), i32(height), i32(width),
+                            i32(out_channels)}}}}
 */
