@@ -226,8 +226,8 @@ function Session:settle(call, r)
     call.delay = wait
     self.used.retries = self.used.retries + 1
     if self.log then
-      sys.log(string.format("llm: %s; retry %d of %d in %.2f s", failure.error, call.attempts,
-        cfg.max_attempts - 1, wait))
+      sys.log(string.format("llm: %s:%s %s; retry %d of %d in %.2f s", cfg.provider,
+        call.model, failure.error, call.attempts, cfg.max_attempts - 1, wait))
     end
     return "retry"
   end

@@ -462,7 +462,8 @@ do
     table.concat(lines, " | "))
   check(logged("llm: vllm:log/malformed failed: E_PARSE"), "llm.log: a line for malformed JSON",
     table.concat(lines, " | "))
-  check(logged("llm: vllm:log/e500always failed: E_HTTP") and logged("retry 3 of 3"),
+  check(logged("llm: vllm:log/e500always failed: E_HTTP")
+    and logged("llm: vllm:log/e500always E_HTTP: HTTP 500"),
     "llm.log: a line per retry and one for the call that gave up", table.concat(lines, " | "))
   s:close()
   lines = {}

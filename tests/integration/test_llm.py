@@ -74,6 +74,19 @@ try:
                "kevo doctor: LLM row", json.dumps(llm_row))
     except (ValueError, KeyError, IndexError) as e:
         report(False, "kevo doctor --json", "%s\n%s%s" % (e, p.stdout, p.stderr))
+
+    # kevo doctor against a server that accepts the request and never answers, the key's
+    # variable unset: the fix is about the URL and the server, not `export OPENAI_API_KEY`.
+    tmp2 = tempfile.mkdtemp(prefix="kevo-doctor-")
+    with open(os.path.join(tmp2, "kevo.conf"), "w") as f:
+        f.write("llm.stall_timeout = 1\n")
+    env3 = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+    env3.update(KEVO_LLM="openai:doctor/stall", KEVO_LLM_BASE_URL=url + "/v1")
+    p = subprocess.run([KEVO, "doctor"], env=env3, cwd=tmp2, capture_output=True, text=True,
+                       timeout=60)
+    fix = [l for l in p.stdout.splitlines() if "fix:" in l and (url + "/v1") in l]
+    report(fix and "export" not in fix[0] and "URL" in fix[0],
+           "kevo doctor: a stalling server's fix names the URL and the server", p.stdout)
 finally:
     server.kill()
     server.wait()
