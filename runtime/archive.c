@@ -84,10 +84,7 @@ static const char *const statement_sql[ST_COUNT] = {
                       "AND (http_status IS NULL OR http_status BETWEEN 200 AND 299) "
                       "ORDER BY id DESC LIMIT 1",
     [ST_LLM_NEXT] = "SELECT * FROM llm_calls WHERE request_hash = ?1 AND request = ?2 "
-                    "AND run = ?3 AND id > ?4 AND id <= ?5 "
-                    "AND response IS NOT NULL AND error IS NULL "
-                    "AND (http_status IS NULL OR http_status BETWEEN 200 AND 299) "
-                    "ORDER BY id LIMIT 1",
+                    "AND run = ?3 AND id > ?4 AND id <= ?5 ORDER BY id LIMIT 1",
     [ST_JOURNAL_APPEND] = "INSERT INTO journal(run, seq, kind, request, response, created) "
                           "SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 "
                           "FROM journal WHERE run = ?1 RETURNING seq",

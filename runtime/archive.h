@@ -182,9 +182,9 @@ int kevo_archive_llm_calls(kevo_archive *a, int64_t run, kevo_row_fn fn, void *u
  * request; *found = 0 if none. */
 int kevo_archive_llm_call_lookup(kevo_archive *a, const char *request, size_t request_len,
                                  kevo_row_fn fn, void *ud, int *found, kevo_error *err);
-/* The oldest successful call of run with after < id <= upto whose request is byte-equal to
- * request; *found = 0 if none. A resume serves each reply it stored but did not journal once,
- * in the order they were stored (lua/kevo/run.lua). */
+/* The oldest call (attempt) of run with after < id <= upto whose request is byte-equal to
+ * request, whatever its outcome; *found = 0 if none. A resume settles each attempt it stored
+ * but did not journal again, once, in the order they were stored (lua/kevo/llm.lua). */
 int kevo_archive_llm_call_next(kevo_archive *a, const char *request, size_t request_len,
                                int64_t run, int64_t after, int64_t upto, kevo_row_fn fn, void *ud,
                                int *found, kevo_error *err);

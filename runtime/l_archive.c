@@ -438,7 +438,7 @@ static int db_best(lua_State *L) {
 
 /* db:llm_call_lookup(request [, {run=, after=, upto=}]) -> response, row | nil: the most
  * recent successful call with that request; with the range, the oldest of run's calls with
- * after < id <= upto. */
+ * after < id <= upto, whatever its outcome (response nil when none was stored). */
 static int db_llm_call_lookup(lua_State *L) {
   kevo_archive *a = check_db(L);
   size_t len;

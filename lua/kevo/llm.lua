@@ -44,12 +44,15 @@ Session.__index = Session
 Session.__name = "kevo.llm.Session"
 
 local SESSION_OPTS = {config = true, flags = true, dir = true, archive = true, run = true,
-                      budget_tokens = true, budget_cost = true, cache = true, log = true}
+                      budget_tokens = true, budget_cost = true, cache = true, log = true,
+                      resume = true}
 
 -- opts: config (a table from kevo.config.llm; default: resolved from dir/flags and the
 -- environment), archive (a kevo.archive handle: every attempt is journaled), run (run id for
 -- the journal), budget_tokens, budget_cost, cache (answer identical requests from the
--- archive), log (a line on stderr per call). Raises on a bad config.
+-- archive), log (a line on stderr per call), resume ({after=, upto=}: llm_calls ids; a resumed
+-- run's attempts stored after its last journaled proposal and before it went live are settled
+-- again instead of being sent, see Session:replay_stored). Raises on a bad config.
 function M.session(opts)
   opts = opts or {}
   for k in pairs(opts) do
@@ -68,6 +71,11 @@ function M.session(opts)
   if opts.log ~= nil then s.log = opts.log else s.log = cfg.log end
   s.used = {calls = 0, attempts = 0, retries = 0, cached = 0, input_tokens = 0,
             output_tokens = 0, cost = 0}
+  if opts.resume then
+    if not (opts.archive and opts.run) then error("llm.session: resume needs archive and run", 2) end
+    local after, upto = opts.resume.after or 0, opts.resume.upto or 0
+    if upto > after then s.replay = {after = after, upto = upto, cursor = {}} end
+  end
   s.client = assert(http.client{concurrency = math.max(1, math.floor(cfg.concurrency))})
   return s
 end
@@ -178,7 +186,8 @@ function Session:account(call, input, output)
 end
 
 -- Settles one attempt: journal, classify, account. Returns "retry" or nil (call.result set).
-function Session:settle(call, r)
+-- stored: the attempt is one the archive holds already (a resume settling it again).
+function Session:settle(call, r, stored)
   local doc = r.body ~= "" and json.decode(r.body) or nil -- nil for a malformed body
   local input, output
   if doc then input, output = call.wire.usage(doc) end
@@ -189,10 +198,14 @@ function Session:settle(call, r)
     failure = fail(string.format("malformed JSON in a %d reply from %s (stored raw): %s",
       r.status, call.url, snippet(r.body)), "E_PARSE")
   end
-  local stored, msg = self:journal(call, r, input, output, failure and failure.error)
-  if not stored then
-    call.result = fail(tostring(msg):gsub("^E_%u+: ", ""), "E_DB")
-    return nil
+  if stored then
+    self.used.attempts = self.used.attempts + 1
+  else
+    local ok, msg = self:journal(call, r, input, output, failure and failure.error)
+    if not ok then
+      call.result = fail(tostring(msg):gsub("^E_%u+: ", ""), "E_DB")
+      return nil
+    end
   end
   if input or output then self:account(call, input or 0, output or 0) end
   if not failure then
@@ -269,6 +282,29 @@ function Session:admit(calls)
   return admitted
 end
 
+-- A resumed run's attempts that the archive holds but no journaled proposal used (the kill
+-- came between the reply and the journal entry) are settled again, in the order they were
+-- stored, each once, as if they had just arrived: a reply answers without being paid again,
+-- a failure that was not retried (400, malformed JSON) fails the same way, a failure that
+-- was retried counts as the attempt it was. Only when the stored attempts run out is the
+-- call sent. Attempts the resumed session stores itself (ids past `upto`) never answer it:
+-- it sends what an uninterrupted run sends.
+function Session:replay_stored(c)
+  local w = self.replay
+  while w and not c.result do
+    local raw, row = self.archive:llm_call_lookup(c.envelope, {run = self.run,
+      after = w.cursor[c.envelope] or w.after, upto = w.upto})
+    if type(row) ~= "table" then return end
+    w.cursor[c.envelope] = row.id
+    c.attempts = c.attempts + 1
+    local status = math.type(row.http_status) and row.http_status or 0
+    local code = status == 0 and type(row.error) == "string" and row.error:match("^(E_%u+):")
+    self:settle(c, {status = status, body = raw or "", headers = {}, ms = row.ms or 0,
+                    code = code or nil, error = code and row.error or nil}, true)
+    if c.result then c.result.replayed = true end
+  end
+end
+
 function Session:from_cache(c)
   if not (self.archive and self.archive.llm_call_lookup) then return end
   local raw, row = self.archive:llm_call_lookup(c.envelope)
@@ -291,12 +327,14 @@ function Session:log_call(c)
   if r.ok and r.cached then return end
   if r.ok then
     local p = r.parsed
-    sys.log(string.format("llm: %s in=%d out=%d %.0f ms%s", who, p.input_tokens or 0,
-      p.output_tokens or 0, r.ms, c.attempts > 1 and (" after " .. c.attempts .. " attempts") or ""))
+    sys.log(string.format("llm: %s in=%d out=%d %.0f ms%s%s", who, p.input_tokens or 0,
+      p.output_tokens or 0, r.ms, c.attempts > 1 and (" after " .. c.attempts .. " attempts") or "",
+      r.replayed and " (stored before the resume: not sent again)" or ""))
   elseif c.attempts == 0 then
     sys.log(string.format("llm: %s not sent: %s", who, r.error))
   else
-    sys.log(string.format("llm: %s failed: %s", who, r.error))
+    sys.log(string.format("llm: %s failed: %s%s", who, r.error,
+      r.replayed and " (stored before the resume: not sent again)" or ""))
   end
 end
 
@@ -306,7 +344,8 @@ end
 function Session:run_calls(calls, use_cache)
   local pending = {}
   for _, c in ipairs(calls) do
-    if use_cache then self:from_cache(c) end
+    self:replay_stored(c)
+    if not c.result and use_cache then self:from_cache(c) end
     if not c.result then pending[#pending + 1] = c end
   end
   local cfg = self.cfg

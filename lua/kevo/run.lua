@@ -286,34 +286,20 @@ local function make_evaluator(task, cfg, host, spec)
   }, "gpu"
 end
 
--- What kevo.llm's session sees as the archive: the real one, plus bookkeeping for a resume.
--- A reply this run stored but never journaled (the answer came, the kill came before the
--- proposal's journal entry: state.watermark < id <= state.ceiling, fixed when the resume went
--- live) answers the same request once, the oldest first: per request, a cursor moves past
--- each row served. Replies the resumed process stores itself are never served to it, so it
--- asks what an uninterrupted run asks; other cache hits only with the user's llm.cache.
-local function llm_archive(db, run_id, state)
+-- What kevo.llm's session sees as the archive: the real one, keeping the id of the last
+-- llm_calls row the run wrote or, resuming, settled again from the archive (the proposal's
+-- journal entry records it as llm_id: a later resume starts past it).
+local function llm_archive(db, state)
   return {
     llm_call_add = function(_, spec)
       local id, msg, code = db:llm_call_add(spec)
       if id then state.last_id = math.max(state.last_id or 0, id) end
       return id, msg, code
     end,
-    llm_call_lookup = function(_, request)
-      if state.resumed and state.ceiling > state.watermark then
-        local after = state.cursor[request] or state.watermark
-        local raw, row = db:llm_call_lookup(request, {run = run_id, after = after,
-                                                      upto = state.ceiling})
-        if raw then
-          state.cursor[request] = row.id
-          -- the proposal's journal entry covers this row: a later resume starts past it
-          state.last_id = math.max(state.last_id, row.id)
-          state.served = state.served + (row.input_tokens or 0) + (row.output_tokens or 0)
-          return raw, row
-        end
-      end
-      if state.user_cache then return db:llm_call_lookup(request) end
-      return nil
+    llm_call_lookup = function(_, request, range)
+      local raw, row = db:llm_call_lookup(request, range)
+      if range and type(row) == "table" then state.last_id = math.max(state.last_id, row.id) end
+      return raw, row
     end,
   }
 end
@@ -345,16 +331,14 @@ local function make_proposer(llm_cfg, ctx_ref, llm_state)
         best = parent and {source = parent.source, launch = parent.launch, result = entry},
         notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
       local replies, msg, code = llm.generate{messages = messages, n = n}
-      local served = llm_state.served
-      llm_state.served = 0
       if not replies then
         if code == "E_BUDGET" then search.stop("tokens", msg) end
         ctx_ref.ctx:log("llm: %s", msg)
         return {}, 0
       end
       local u = replies.usage or {}
-      -- an answer a resume took from the archive costs what it cost when it was paid
-      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0) + served
+      -- a reply a resume settled again from the archive counts what it cost when it was paid
+      local tokens = (u.input_tokens or 0) + (u.output_tokens or 0)
       local out = {}
       for _, r in ipairs(replies) do
         local pick, why = extract.best(r, lang)
@@ -588,13 +572,11 @@ function M.execute(cfg, host)
     host.started(dbpath, run_id)
     tape = journal.open{db = db, run = run_id, mode = "live"}
   end
-  local llm_state = {last_id = 0, watermark = 0, ceiling = 0, cursor = {}, served = 0,
-                     user_cache = llm_cfg and llm_cfg.cache or false}
-  local function configure_llm(budget)
+  local llm_state = {last_id = 0}
+  local function configure_llm(budget, resume)
     if not llm_cfg then return end
-    require("kevo.llm").configure{config = llm_cfg, archive = llm_archive(db, run_id, llm_state),
-                                  run = run_id, budget_tokens = budget,
-                                  cache = (llm_state.user_cache or llm_state.resumed) and true or false}
+    require("kevo.llm").configure{config = llm_cfg, archive = llm_archive(db, llm_state),
+                                  run = run_id, budget_tokens = budget, resume = resume}
   end
   if not rec then configure_llm(budgets.max_tokens) end
 
@@ -638,11 +620,13 @@ function M.execute(cfg, host)
                                 max_tokens = o.max_tokens, t = ctx:elapsed(), after = t.pos,
                                 fresh_stall = fresh or nil})
       if fresh then search.fresh_stall(ctx) end
-      llm_state.resumed, llm_state.watermark, llm_state.last_id = true, t.llm_id, t.llm_id
-      for _, call in ipairs(db:llm_calls(run_id) or {}) do -- the last this run stored
-        llm_state.ceiling = math.max(llm_state.ceiling, call.id)
-      end
-      configure_llm(o.max_tokens and math.max(0, o.max_tokens - ctx.tokens))
+      -- attempts this run stored after its last journaled proposal (in flight at the kill)
+      -- are settled again, not sent again (docs/resume.md)
+      llm_state.last_id = t.llm_id
+      local upto = t.llm_id
+      for _, call in ipairs(db:llm_calls(run_id) or {}) do upto = math.max(upto, call.id) end
+      configure_llm(o.max_tokens and math.max(0, o.max_tokens - ctx.tokens),
+                    {after = t.llm_id, upto = upto})
       kevo.log("kevo run %d: resumed after journal entry %d (%d evaluations, %.1f s of run " ..
                "time replayed); going on live", run_id, resumed_at, ctx.evals, ctx:elapsed())
     end)

@@ -7,6 +7,8 @@
 #   run: the same count of requests sent (plus the one held), the same prompts, the same
 #   journal and candidates. The strategy asks each prompt twice, so a resumed process that
 #   answered a prompt from a reply it had used already would ask the server less often.
+# - The same with one sample of a proposal answered with malformed JSON (a failure that is not
+#   retried): stored, then settled again by the resume, not asked again.
 # - A run that ended on [stall], resumed with a larger --max-evals, goes on asking the LLM.
 set -u
 fail=0
@@ -104,6 +106,27 @@ cmp -s ref_journal.txt journal.txt && echo "ok   the same journal as the uninter
 dump "$r" > got.txt
 cmp -s ref.txt got.txt && echo "ok   the same candidates, verdicts and best" \
   || { say_fail "candidates differ from the uninterrupted run"; diff ref.txt got.txt | head -5; }
+
+# --- a stored failure that was not retried (malformed JSON) fails again, is not asked again ---
+: > "$log"
+echo "oddmalformed $second" > "$ctl" # one sample of each asking gets a body that is not JSON
+t "reference run with a malformed sample" 0 "$KEVO" "${largs[@]}"
+ref2=$(last_run); jdump "$ref2" > ref2_journal.txt
+recv_ref2=$(grep -c "^recv" "$log"); grep "^sent" "$log" | sort > sent_ref2.txt
+: > "$log"
+t "killed once step 2's replies (one malformed) are stored" 137 \
+  env KEVO_FAULT=proposed:3 "$KEVO" "${largs[@]}"
+r=$(last_run)
+t "resumed" 0 "$KEVO" run --resume "$r"
+recv=$(grep -c "^recv" "$log")
+[ "$recv" = "$recv_ref2" ] && echo "ok   requests sent: $recv, as the uninterrupted run (the malformed one not asked again)" \
+  || say_fail "requests sent: $recv, want $recv_ref2 as the uninterrupted run"
+grep "^sent" "$log" | sort > sent.txt
+cmp -s sent_ref2.txt sent.txt || { say_fail "prompts differ (malformed sample)"; diff sent_ref2.txt sent.txt | head -5; }
+jdump "$r" > journal.txt
+cmp -s ref2_journal.txt journal.txt && echo "ok   the same journal as the uninterrupted run (malformed sample)" \
+  || { say_fail "the journal differs (malformed sample)"; diff ref2_journal.txt journal.txt | cut -c1-200 | head -6; }
+rm -f "$ctl"
 kill $srv_pid; wait $srv_pid 2>/dev/null; srv_pid=
 
 # --- a run that ended on [stall] goes on when resumed with a larger budget --------------------

@@ -84,15 +84,17 @@ assert(text:find('^{"A":1,"B":2,') and text:find('"nested":{"a":{"b":3,"y":2},"z
 local resp, row = db:llm_call_lookup(req)
 assert(resp == '{"raw":true}' and row.id == l2 and row.http_status == 200)
 assert(db:llm_call_lookup(req .. " ") == nil)
--- the range form (a resume serving replies it stored but did not journal): oldest first
+-- the range form (a resume settling attempts it stored but did not journal): oldest first,
+-- every outcome
 local l3 = db:llm_call_add{run = run, provider = "openai", model = "m", request = req,
                            response = '{"raw":3}', http_status = 200}
-resp, row = db:llm_call_lookup(req, {run = run, after = 0, upto = l3})
+resp, row = db:llm_call_lookup(req, {run = run, after = l2 - 1, upto = l3})
 assert(resp == '{"raw":true}' and row.id == l2)
 resp, row = db:llm_call_lookup(req, {run = run, after = l2, upto = l3})
 assert(resp == '{"raw":3}' and row.id == l3)
 assert(db:llm_call_lookup(req, {run = run, after = l3}) == nil)
-assert(db:llm_call_lookup(req, {run = run, after = 0, upto = l2 - 1}) == nil) -- a failure
+resp, row = db:llm_call_lookup(req, {run = run, after = 0, upto = l2 - 1}) -- a failure too
+assert(resp == "nope" and row.id == l2 - 1 and row.error)
 assert(db:llm_call_lookup(req, {run = run + 1}) == nil)
 raises("unknown option 'before'", db.llm_call_lookup, db, req, {run = run, before = 1})
 raises("'run' must be an integer", db.llm_call_lookup, db, req, {after = 1})
