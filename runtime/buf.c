@@ -3,10 +3,14 @@
 #include "status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void kevo_buf_init(kevo_buf *b, size_t cap) {
   b->data = NULL;
@@ -78,21 +82,67 @@ void kevo_buf_free(kevo_buf *b) {
   b->len = b->alloc = 0;
 }
 
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a plain file";
+}
+
+static int not_regular(kevo_error *err, const char *path, const char *why) {
+  return kevo_fail(err, KEVO_E_IO, "%s: is not a regular file (%s)", path, why);
+}
+
+int kevo_regular_file(const char *path, kevo_error *err) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return errno == ELOOP ? not_regular(err, path, "a symbolic link loop")
+                          : kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  return S_ISREG(st.st_mode) ? KEVO_OK : not_regular(err, path, file_kind(st.st_mode));
+}
+
 int kevo_read_file(const char *path, kevo_buf *b, kevo_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  /* Checked before opening (opening a device can act on it) and again on the open file (the
+   * path may have changed between); O_NONBLOCK so that a FIFO swapped in never blocks open. */
+  int rc = kevo_regular_file(path, err);
+  if (rc) return rc;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    rc = kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return not_regular(err, path, file_kind(st.st_mode));
+  }
+  size_t cap = b->cap ? b->cap : KEVO_BUF_DEFAULT_CAP;
+  if ((uint64_t)st.st_size > cap || b->len > cap - (size_t)st.st_size) {
+    close(fd); /* refused before a byte is read */
+    return kevo_fail(err, KEVO_E_NOMEM, "%s: larger than %zu bytes", path, cap);
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  }
+  rc = kevo_read_stream(f, path, b, err);
+  fclose(f);
+  return rc;
+}
+
+int kevo_read_stream(FILE *f, const char *name, kevo_buf *b, kevo_error *err) {
   char chunk[65536];
   size_t n;
   int rc = KEVO_OK;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
     rc = kevo_buf_append(b, chunk, n);
-    if (rc) {
-      rc = kevo_fail(err, rc, "%s: larger than %zu bytes", path, b->cap);
-      break;
-    }
+    if (rc) return kevo_fail(err, rc, "%s: larger than %zu bytes", name, b->cap);
   }
-  if (!rc && ferror(f)) rc = kevo_fail(err, KEVO_E_IO, "%s: read error", path);
-  fclose(f);
-  if (!rc && !b->data) rc = kevo_buf_append(b, "", 0);
-  return rc;
+  if (ferror(f)) return kevo_fail(err, KEVO_E_IO, "%s: read error", name);
+  return b->data ? KEVO_OK : kevo_buf_append(b, "", 0);
 }

@@ -4,6 +4,7 @@
 #define KEVO_BUF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct kevo_buf {
   char *data;
@@ -24,8 +25,19 @@ void kevo_buf_reset(kevo_buf *b);
 char *kevo_buf_steal(kevo_buf *b, size_t *len);
 void kevo_buf_free(kevo_buf *b);
 
-/* Reads a whole file into b (capped). KEVO_E_IO with the reason in err on failure. */
+/* KEVO_OK when path names a regular file (symbolic links followed); otherwise KEVO_E_IO with
+ * "PATH: is not a regular file (a FIFO)" (a directory, a device, a socket, a symbolic link
+ * loop) or "PATH: <strerror>". Never opens the path, so never blocks. */
 struct kevo_error;
+int kevo_regular_file(const char *path, struct kevo_error *err);
+
+/* Reads a whole regular file into b (capped). Refuses anything else at once, as
+ * kevo_regular_file says, and a file larger than the cap before reading it (KEVO_E_NOMEM,
+ * "PATH: larger than N bytes"). KEVO_E_IO with the reason in err on other failures. */
 int kevo_read_file(const char *path, kevo_buf *b, struct kevo_error *err);
+
+/* Reads what is left of an open stream into b (capped); name is for messages. For the rare
+ * reader that takes a pipe on purpose (kevo script <(...)); files go through kevo_read_file. */
+int kevo_read_stream(FILE *f, const char *name, kevo_buf *b, struct kevo_error *err);
 
 #endif

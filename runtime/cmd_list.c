@@ -1,4 +1,5 @@
 /* kevo list [--json]: the recipes on the search path and the strategies kevo can run. */
+#include "buf.h"
 #include "recipe.h"
 #include "registry.h"
 #include "resources.h"
@@ -92,7 +93,7 @@ static void list_strategies(cJSON *array) {
     if (f[0] != '.' && n > 4 && !strcmp(f + n - 4, ".lua")) {
       char path[1024], text[512] = "";
       snprintf(path, sizeof path, "strategies/%s", f);
-      FILE *fp = fopen(path, "r");
+      FILE *fp = kevo_regular_file(path, NULL) ? NULL : fopen(path, "r"); /* no FIFO hang */
       if (fp) {
         if (!fgets(text, sizeof text, fp)) text[0] = 0;
         fclose(fp);

@@ -6,9 +6,22 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* A script is a regular file or, as lua takes it, a pipe (`kevo script <(printf ...)`). */
+static int read_script(const char *path, kevo_buf *src, kevo_error *err) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISFIFO(st.st_mode)) return kevo_read_file(path, src, err);
+  FILE *f = fopen(path, "rb");
+  if (!f) return kevo_fail(err, KEVO_E_IO, "%s: %s", path, strerror(errno));
+  int rc = kevo_read_stream(f, path, src, err);
+  fclose(f);
+  return rc;
+}
 
 static int script_main(int argc, char **argv) {
   /* --llm PROVIDER:MODEL before the file: the model kevo.llm uses, as $KEVO_LLM would name it */
@@ -34,8 +47,9 @@ static int script_main(int argc, char **argv) {
   kevo_error err = {0};
   kevo_buf src;
   kevo_buf_init(&src, 0);
-  if (kevo_read_file(path, &src, &err)) {
+  if (read_script(path, &src, &err)) {
     fprintf(stderr, "kevo script: %s\n", err.msg);
+    kevo_buf_free(&src);
     return KEVO_EXIT_USAGE;
   }
   kevo_lua_opts opts = {0};

@@ -602,10 +602,11 @@ static int load_source(loader *ld, const yaml_node_t *n, const char *path, int i
   else
     snprintf(src->file, need, "%s/%s", ld->r->dir, file);
   free(file);
+  kevo_error ferr = {0};
   struct stat st;
-  if (stat(src->file, &st) != 0)
+  if (stat(src->file, &st) != 0 && errno != ELOOP)
     return FAIL(ld, v, kp, "cannot read '%s': %s", src->file, strerror(errno));
-  if (!S_ISREG(st.st_mode)) return FAIL(ld, v, kp, "'%s' is not a regular file", src->file);
+  if (kevo_regular_file(src->file, &ferr)) return FAIL(ld, v, kp, "%s", ferr.msg);
   join_key(kp, path, "kernel");
   if ((v = lookup(ld, n, "kernel"))) {
     if ((rc = get_string(ld, v, kp, &src->kernel))) return rc;

@@ -4,9 +4,11 @@
  * directory of a dev machine and an installed kevo needs only $KEVO_RECIPES or ./recipes. */
 #include "recipe.h"
 
+#include "buf.h"
 #include "paths.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,15 @@ static int is_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* Does a bare name (no '/', no .yaml) name something here rather than a recipe on the search
+ * path? A file, a FIFO, a device or a symbolic link loop does; a directory does not (a
+ * project's recipes/softmax/ sits beside recipes/softmax.yaml). */
+static int is_path(const char *arg) {
+  struct stat st;
+  if (stat(arg, &st) != 0) return errno == ELOOP;
+  return !S_ISDIR(st.st_mode);
+}
+
 static int ends_with(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && !strcmp(s + n - m, suffix);
@@ -54,8 +65,12 @@ static int ends_with(const char *s, const char *suffix) {
 int kevo_recipe_find(const char *name_or_path, char *out, size_t outlen, kevo_error *err) {
   const char *arg = name_or_path;
   if (!arg || !*arg) return kevo_fail(err, KEVO_E_ARG, "no recipe name");
-  if (strchr(arg, '/') || ends_with(arg, ".yaml") || ends_with(arg, ".yml") || is_file(arg)) {
-    if (!is_file(arg)) return kevo_fail(err, KEVO_E_IO, "%s: no such recipe file", arg);
+  if (strchr(arg, '/') || ends_with(arg, ".yaml") || ends_with(arg, ".yml") || is_path(arg)) {
+    struct stat st;
+    if (stat(arg, &st) != 0 && errno == ENOENT)
+      return kevo_fail(err, KEVO_E_IO, "%s: no such recipe file", arg);
+    int rc = kevo_regular_file(arg, err);
+    if (rc) return rc;
     if ((size_t)snprintf(out, outlen, "%s", arg) >= outlen)
       return kevo_fail(err, KEVO_E_ARG, "%s: path too long", arg);
     return KEVO_OK;
@@ -74,6 +89,8 @@ int kevo_recipe_find(const char *name_or_path, char *out, size_t outlen, kevo_er
     size_t used = strlen(looked);
     snprintf(looked + used, sizeof looked - used, "%s%s", k ? ", " : "", sp.dirs[k]);
   }
+  struct stat st;
+  if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) return kevo_regular_file(arg, err);
   return kevo_fail(err, KEVO_E_IO,
                    "recipe '%s' not found (looked for %s.yaml in: %s; set "
                    "KEVO_RECIPES or give a path)",

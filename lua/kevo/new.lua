@@ -573,12 +573,19 @@ local function write_all(o, sys, files, yaml_path)
   return r
 end
 
+-- read_file's failure ("E_IO: PATH: is not a regular file (a FIFO)") as the reason alone.
+local function unread_reason(path, msg)
+  msg = tostring(msg or "unreadable"):gsub("^E_%u+: ", "")
+  if msg:sub(1, #path + 2) == path .. ": " then msg = msg:sub(#path + 3) end
+  return msg
+end
+
 local function run(argv, sys)
   local o = parse_args(argv)
   local warnings = {}
   local function warn(msg) warnings[#warnings + 1] = msg end
-  local src = sys.read_file(o.file)
-  if not src then bad("%s: cannot read it", o.file) end
+  local src, why = sys.read_file(o.file)
+  if not src then bad("%s: cannot read it (%s)", o.file, unread_reason(o.file, why)) end
   local kernels = cu.kernels(src)
   local k = pick_kernel(o, kernels)
   local tensors, ints = build_tensors(o, k)
@@ -598,8 +605,9 @@ local function run(argv, sys)
   -- the launch: the file's block or --launch; never a guess
   local chunk = {}
   if o.launch then
-    chunk.text = sys.read_file(o.launch)
-    if not chunk.text then bad("--launch %s: cannot read it", o.launch) end
+    local why
+    chunk.text, why = sys.read_file(o.launch)
+    if not chunk.text then bad("--launch %s: cannot read it (%s)", o.launch, unread_reason(o.launch, why)) end
     chunk.where, chunk.from_file = o.launch, true
   else
     local text, line_or_err = cu.launch(src)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Hostile and mistaken input to the CLI: every case is refused at once, with exit 2 (bad usage
+# or input), a message that names what is wrong, and no run row, hang or traceback.
+set -u
+fail=0
+out=$(mktemp)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" "$out"' EXIT
+t() { # t NAME EXPECTED_RC CMD... : runs CMD (10 s at most), checks its exit code
+  local name=$1 want=$2; shift 2
+  timeout 10 "$@" >"$out" 2>&1 </dev/null; local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; sed 's/^/  | /' "$out" | head -20; fail=1
+  else echo "ok   $name"; fi
+}
+has() { grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; sed 's/^/  | /' "$out" | head -20; fail=1; }; }
+lacks() { ! grep -qF -- "$1" "$out" || { echo "FAIL: output has '$1'"; sed 's/^/  | /' "$out" | head -20; fail=1; }; }
+cd "$tmp" || exit 1
+export KEVO_DB=$tmp/kevo.db
+src=$KEVO_SRC/recipes
+
+# Paths that are not regular files: one wording everywhere, and nothing blocks on a FIFO.
+mkfifo fifo.cu fifo.yaml
+mkdir dir.cu dir.yaml
+ln -s loop.yaml loop2.yaml && ln -s loop2.yaml loop.yaml
+for p in fifo.cu dir.cu loop.yaml /dev/zero; do
+  t "eval kernel $p" 2 "$KEVO" eval vector_add "$p"; has "$p: is not a regular file"
+done
+for p in fifo.yaml dir.yaml loop.yaml /dev/null fifo.cu; do
+  t "check $p" 2 "$KEVO" check "$p"; has "$p: is not a regular file"
+  t "eval recipe $p" 2 "$KEVO" eval "$p" "$src/vector_add/vectorized.cu"; has "$p: is not a regular file"
+done
+t "check DIR" 2 "$KEVO" check "$tmp"; has "$tmp: is not a regular file (a directory)"
+t "check ." 2 "$KEVO" check .; has ".: is not a regular file (a directory)"
+has_fifo_msg() { has "is not a regular file (a FIFO)"; }
+t "new from a FIFO" 2 "$KEVO" new x fifo.cu --param N=4; has_fifo_msg
+mkfifo fifo.lua
+t "run --strategy FIFO" 2 "$KEVO" run vector_add --strategy ./fifo.lua --db "$tmp/s.db"
+has "is not a regular file"
+mkdir -p strategies && mkfifo strategies/hang.lua
+t "list with a FIFO in ./strategies" 0 "$KEVO" list
+rm -rf strategies
+
+exit $fail
