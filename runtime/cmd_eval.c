@@ -175,9 +175,10 @@ static int eval_main(int argc, char **argv) {
     return KEVO_EXIT_USAGE;
   }
   kevo_buf src;
-  kevo_buf_init(&src, 16 << 20);
+  kevo_buf_init(&src, CUDA_MAX_SOURCE); /* a larger kernel is bad input, not a verdict */
   if (kevo_read_file(kernel, &src, &err)) {
-    fprintf(stderr, "kevo eval: %s\n", err.msg);
+    fprintf(stderr, "kevo eval: %s%s\n", err.msg,
+            err.status == KEVO_E_NOMEM ? ", the most a kernel may be" : "");
     kevo_recipe_free(r);
     kevo_buf_free(&src);
     return KEVO_EXIT_USAGE;
@@ -255,5 +256,6 @@ const struct kevo_command kevo_cmd_eval = {
     "  --lang cuda|triton language of KERNEL (default: from its extension)\n\n"
     "The worker is `kevo worker` (one process owning the GPU), or the command in $KEVO_WORKER.\n"
     "exit: 0 the kernel is correct (verdict ok), 1 it is not or verification needs a GPU,\n"
-    "2 bad usage or a malformed recipe (file:line:column).\n",
+    "2 bad usage, a malformed recipe (file:line:column), or a kernel file that is not a\n"
+    "regular file or is over 4 MiB.\n",
     eval_main, 0};

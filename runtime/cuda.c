@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 enum {
-  MAX_SOURCE = 4 << 20,
   MAX_DEFINES = 64,
   MAX_DEFINE_VALUE = 1024,
   MAX_NAME = 128,
@@ -222,9 +221,9 @@ static int prepare(const cuda_compile_opts *o, prepared *p, kevo_error *err) {
   if (!o || !o->source) return kevo_fail(err, KEVO_E_ARG, "cuda_compile: no source");
   p->src = o->source;
   p->len = o->len ? o->len : strlen(o->source);
-  if (p->len > MAX_SOURCE)
-    return kevo_fail(err, KEVO_E_ARG, "source is %zu bytes, over the %d byte limit", p->len,
-                     MAX_SOURCE);
+  if (p->len > CUDA_MAX_SOURCE)
+    return kevo_fail(err, KEVO_E_ARG, "source is %zu bytes, over the %zu byte limit", p->len,
+                     CUDA_MAX_SOURCE);
   p->name = o->name ? o->name : "candidate.cu";
   size_t nl = strlen(p->name);
   if (nl == 0 || nl > MAX_NAME ||

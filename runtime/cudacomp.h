@@ -35,6 +35,10 @@
 
 #include "status.h"
 
+/* The most bytes of source the compiler takes; kevo eval refuses a larger kernel file as bad
+ * input before anything runs. */
+#define CUDA_MAX_SOURCE ((size_t)4 << 20)
+
 typedef struct kevo_define {
   const char *name;
   const char *value; /* NULL for a bare -DNAME */

@@ -41,4 +41,10 @@ mkdir -p strategies && mkfifo strategies/hang.lua
 t "list with a FIFO in ./strategies" 0 "$KEVO" list
 rm -rf strategies
 
+# A kernel past the compiler's limit is bad input, refused before anything runs.
+yes '// padding' | head -c 10000000 >big.cu
+t "eval a 10 MB kernel" 2 "$KEVO" eval vector_add big.cu; has "big.cu: larger than 4194304 bytes"
+cp big.cu big.py
+t "eval a 10 MB Triton kernel" 2 "$KEVO" eval vector_add big.py; has "big.py: larger than"
+
 exit $fail
