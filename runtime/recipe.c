@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum { RECIPE_MAX_BYTES = 1 << 20, PATH_LEN = 256 };
+enum { RECIPE_MAX_BYTES = 1 << 20, RECIPE_MAX_DEPTH = 64, PATH_LEN = 256 };
 
 static int dtype_is_int(kevo_dtype dt) {
   return dt == KEVO_DT_I32 || dt == KEVO_DT_I64 || dt == KEVO_DT_U8;
@@ -702,6 +702,33 @@ static int yaml_failure(loader *ld, const yaml_parser_t *p) {
                    m->line + 1, m->column + 1, p->problem ? p->problem : "malformed", ctx);
 }
 
+/* Refuses YAML nested deeper than RECIPE_MAX_DEPTH collections, at the collection that goes
+ * past it, before the document is built. libyaml's scanner keeps one pending simple key per
+ * open flow collection and walks them all at every token, so `[[[[...` costs depth x length
+ * (80,000 levels took seconds); events stop at the 65th level, having scanned ~1 KiB past it.
+ * A syntax error stops this pass quietly: the document load reports it. */
+static int yaml_depth_check(loader *ld, const char *text, size_t len) {
+  yaml_parser_t p;
+  yaml_event_t ev;
+  int depth = 0, rc = KEVO_OK, done = 0;
+  yaml_parser_initialize(&p);
+  yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+  while (!done && !rc && yaml_parser_parse(&p, &ev)) {
+    if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+      if (++depth > RECIPE_MAX_DEPTH)
+        rc =
+            kevo_fail(ld->err, KEVO_E_PARSE, "%s:%zu:%zu: YAML nested deeper than %d levels",
+                      ld->file, ev.start_mark.line + 1, ev.start_mark.column + 1, RECIPE_MAX_DEPTH);
+    } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+      depth--;
+    }
+    done = ev.type == YAML_STREAM_END_EVENT;
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&p);
+  return rc;
+}
+
 static int dir_of(const char *path, char **out) {
   const char *slash = strrchr(path, '/');
   if (!slash)
@@ -730,6 +757,11 @@ int kevo_recipe_load(const char *path, kevo_recipe **out, kevo_error *err) {
     kevo_recipe_free(ld.r);
     kevo_buf_free(&text);
     return nomem(&ld);
+  }
+  if ((rc = yaml_depth_check(&ld, text.data, text.len))) {
+    kevo_recipe_free(ld.r);
+    kevo_buf_free(&text);
+    return rc;
   }
   yaml_parser_t parser;
   yaml_parser_initialize(&parser);

@@ -41,6 +41,22 @@ mkdir -p strategies && mkfifo strategies/hang.lua
 t "list with a FIFO in ./strategies" 0 "$KEVO" list
 rm -rf strategies
 
+# Deeply nested YAML is refused at the level past 64, cheaply (it was quadratic: 200,000
+# levels took over a minute), by check and by list scanning ./recipes.
+mkdir -p recipes
+python3 -c "
+n = 200000
+open('recipes/deep_seq.yaml', 'w').write('kevo: 1\nname: deep\nshapes: ' + '[' * n + ']' * n + '\n')
+open('deep_map.yaml', 'w').write('kevo: 1\nparams: ' + '{a: ' * n + '1' + '}' * n + '\n')
+open('deep_ok.yaml', 'w').write('kevo: 1\nname: x\nshapes: ' + '[' * 63 + ']' * 63 + '\n')"
+t "check deep flow sequences" 2 "$KEVO" check recipes/deep_seq.yaml
+has "recipes/deep_seq.yaml:3:72: YAML nested deeper than 64 levels"
+t "check deep flow mappings" 2 "$KEVO" check deep_map.yaml
+has "deep_map.yaml:2:261: YAML nested deeper than 64 levels"
+t "check 64 levels: nesting is not the error" 2 "$KEVO" check deep_ok.yaml; lacks "nested deeper"
+t "list with a deep recipe in ./recipes" 0 "$KEVO" list; has "deep_seq"
+rm -rf recipes
+
 # A kernel past the compiler's limit is bad input, refused before anything runs.
 yes '// padding' | head -c 10000000 >big.cu
 t "eval a 10 MB kernel" 2 "$KEVO" eval vector_add big.cu; has "big.cu: larger than 4194304 bytes"
