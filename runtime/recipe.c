@@ -159,13 +159,38 @@ static int get_string(loader *ld, const yaml_node_t *n, const char *path, char *
   return KEVO_OK;
 }
 
-/* An integer written plainly (digits, optional sign, '_' between digits). */
+/* Is a scalar written with an explicit YAML tag other than those in `allowed` (a "|"-list of
+ * core tags: "int|float")? Then shown gets the tag as written ("!!float", "!mine") and 1 is
+ * returned. Untagged scalars carry libyaml's default str tag and pass. */
+static int foreign_tag(const yaml_node_t *n, const char *allowed, char *shown, size_t len) {
+  static const char core[] = "tag:yaml.org,2002:";
+  const char *tag = (const char *)n->tag;
+  if (!tag || !strcmp(tag, YAML_STR_TAG)) return 0;
+  if (strncmp(tag, core, sizeof core - 1)) {
+    snprintf(shown, len, "%s", tag); /* a local tag, "!mine" */
+    return 1;
+  }
+  tag += sizeof core - 1;
+  size_t tlen = strlen(tag);
+  for (const char *a = allowed; *a;) {
+    size_t alen = strcspn(a, "|");
+    if (alen == tlen && !strncmp(a, tag, tlen)) return 0;
+    a += alen + (a[alen] == '|');
+  }
+  snprintf(shown, len, "!!%s", tag);
+  return 1;
+}
+
+/* An integer written plainly (digits, optional sign, '_' between digits), untagged or !!int. */
 static int get_int(loader *ld, const yaml_node_t *n, const char *path, int64_t *out) {
   if (n->type != YAML_SCALAR_NODE || is_null(n))
     return FAIL(ld, n, path, "expected an integer, got %s", describe(n));
   const char *s = scalar(n);
+  char tag[64];
   if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
     return FAIL(ld, n, path, "expected an integer, got the string \"%s\"", s);
+  if (foreign_tag(n, "int", tag, sizeof tag))
+    return FAIL(ld, n, path, "expected an integer, got %s %s", tag, s);
   const char *q = s;
   int neg = *q == '-';
   if (*q == '-' || *q == '+') q++;
@@ -187,6 +212,9 @@ static int get_number(loader *ld, const yaml_node_t *n, const char *path, double
   if (n->type != YAML_SCALAR_NODE || is_null(n) || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
     return FAIL(ld, n, path, "expected a number, got %s",
                 n->type == YAML_SCALAR_NODE && !is_null(n) ? "a string" : describe(n));
+  char tag[64];
+  if (foreign_tag(n, "int|float", tag, sizeof tag))
+    return FAIL(ld, n, path, "expected a number, got %s %s", tag, scalar(n));
   char *end;
   errno = 0;
   *out = strtod(scalar(n), &end);

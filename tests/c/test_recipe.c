@@ -85,6 +85,8 @@ static const struct bad bads[] = {
      "bad_wrong_type_map.yaml:11:10: outputs: expected a mapping, got 'y'"},
     {"bad_float_param.yaml", KEVO_E_RECIPE,
      "bad_float_param.yaml:4:20: params.N: expected an integer, got '1.5'"},
+    {"bad_tagged_float.yaml", KEVO_E_RECIPE,
+     "bad_tagged_float.yaml:4:20: params.N: expected an integer, got !!float 268435456"},
     {"bad_dtype.yaml", KEVO_E_RECIPE,
      "bad_dtype.yaml:12:14: outputs.y.dtype: unknown dtype 'f33' (one of f32, f16, bf16, f64, "
      "i32, i64, u8)"},
