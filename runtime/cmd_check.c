@@ -92,7 +92,7 @@ static void print_source(const kevo_recipe *r, const kevo_source *s, const char 
       printf("%s%s", j ? ", " : "", s->knobs[k].values[j]);
     printf("}");
   }
-  printf(" = %.0f points\n", points);
+  printf(" = %.0f point%s\n", points, points == 1 ? "" : "s");
 }
 
 static void print_summary(const kevo_recipe *r) {
@@ -142,11 +142,12 @@ static void print_summary(const kevo_recipe *r) {
   if (r->cost_flops) kevo_expr_eval(r->cost_flops, &r->shapes[0], &flops, NULL);
   human_count(bytes, "B", a, sizeof a);
   human_count(flops, "FLOP", b, sizeof b);
-  if (r->cost_bytes || r->cost_flops)
-    printf("  %-10s bytes %s = %s, flops %s = %s (benchmark shape)\n", "cost",
-           r->cost_bytes ? r->cost_bytes : "?", r->cost_bytes ? a : "?",
-           r->cost_flops ? r->cost_flops : "?", r->cost_flops ? b : "?");
-  else
+  if (r->cost_bytes || r->cost_flops) { /* only what the recipe gives: no "flops ? = ?" */
+    printf("  %-10s", "cost");
+    if (r->cost_bytes) printf(" bytes %s = %s%s", r->cost_bytes, a, r->cost_flops ? "," : "");
+    if (r->cost_flops) printf(" flops %s = %s", r->cost_flops, b);
+    printf(" (benchmark shape)\n");
+  } else
     printf("  %-10s none (no roofline and no speed floor for this recipe)\n", "cost");
 }
 

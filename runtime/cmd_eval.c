@@ -103,7 +103,9 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
            eval_jnum(bn, "temp_c"));
   }
   printf("  %-12s %s\n", "message", eval_jstr(res, "message"));
-  if (strcmp(eval_jstr(res, "verdict"), "ok") != 0) {
+  /* no_gpu: the message above says it all; the feedback would repeat it for a model */
+  const char *verdict = eval_jstr(res, "verdict");
+  if (strcmp(verdict, "ok") != 0 && strcmp(verdict, "no_gpu") != 0) {
     const char *fb = eval_jstr(res, "feedback");
     printf("\n%s%s", fb, *fb && fb[strlen(fb) - 1] != '\n' ? "\n" : "");
   }

@@ -63,4 +63,27 @@ t "eval a 10 MB kernel" 2 "$KEVO" eval vector_add big.cu; has "big.cu: larger th
 cp big.cu big.py
 t "eval a 10 MB Triton kernel" 2 "$KEVO" eval vector_add big.py; has "big.py: larger than"
 
+# Messages: no "flops ? = ?", "= 1 points" or a no-GPU message said twice.
+cat >r19.cu <<'CU'
+extern "C" __global__ void k(const float *x, float *y) {}
+CU
+cat >t19.yaml <<'YAML'
+kevo: 1
+name: t19
+params: {N: 64}
+inputs: {x: {dtype: f32, shape: [N]}}
+outputs: {y: {dtype: f32, shape: [N]}}
+cost: {bytes: 8*N}
+reference: {lang: cuda, file: r19.cu, launch: 'return {kernels = {{name = "k", grid = {1}, block = {64}, args = {"x", "y"}}}}'}
+seeds:
+  - {lang: cuda, file: r19.cu, launch: 'return {kernels = {{name = "k", grid = {1}, block = {BLOCK}, args = {"x", "y"}}}}', space: {BLOCK: [64]}}
+YAML
+t "check: cost without flops" 0 "$KEVO" check t19.yaml
+has "cost       bytes 8*N = 512 B (benchmark shape)"; lacks "?"; has "BLOCK {64} = 1 point"
+lacks "1 points"
+t "eval without a GPU" 1 "$KEVO" eval t19.yaml r19.cu
+if grep -q "verdict *no_gpu" "$out"; then
+  [ "$(grep -c 'needs a GPU' "$out")" = 1 ] || { echo "FAIL: the no-GPU message is not said once"; sed 's/^/  | /' "$out"; fail=1; }
+fi
+
 exit $fail
