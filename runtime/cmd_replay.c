@@ -1,4 +1,4 @@
-/* kevo replay RUN [--strategy FILE] [--step] [--db PATH]: re-runs a finished run offline from
+/* kevo replay RUN|last [--strategy FILE] [--step] [--db PATH]: re-runs a finished run offline from
  * its journal (docs/resume.md). The policy is lua/kevo/replay.lua; this file gives it a
  * sandboxed Lua state (the strategy runs there, as in kevo run) and a host table only it sees:
  * read_file (the strategy and recipe), getenv, wait (Enter between steps), tty. No evaluator,
@@ -74,7 +74,7 @@ static int replay_main(int argc, char **argv) {
 
 const struct kevo_command kevo_cmd_replay = {
     "replay", "re-run a finished run offline from its journal (no GPU, no API key)",
-    "usage: kevo replay RUN [--strategy FILE] [--step] [--db PATH]\n\n"
+    "usage: kevo replay RUN|last [--strategy FILE] [--step] [--db PATH]\n\n"
     "Runs RUN's strategy again with the answers recorded in its journal: evaluation results,\n"
     "LLM proposals, clock stops. Nothing is evaluated, no model is asked, nothing is written:\n"
     "it needs no GPU and no API key. Each journal entry is printed as it is consumed.\n\n"

@@ -18,7 +18,7 @@ local M = {}
 
 local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-local USAGE = "usage: kevo replay RUN [--strategy FILE] [--step] [--db PATH] (see kevo replay --help)"
+local USAGE = "usage: kevo replay RUN|last [--strategy FILE] [--step] [--db PATH] (see kevo replay --help)"
 
 local function parse_args(argv)
   local cfg = {}
@@ -41,8 +41,10 @@ local function parse_args(argv)
     elseif cfg.run then
       run.usage_error("one run expected, got '%s' and '%s'", tostring(cfg.run), a)
     else
-      cfg.run = math.tointeger(tonumber(a))
-      if not cfg.run or cfg.run < 1 then run.usage_error("RUN is a run id, got '%s'", a) end
+      cfg.run = a == "last" and a or math.tointeger(tonumber(a))
+      if not cfg.run or cfg.run == 0 or (a ~= "last" and cfg.run < 1) then
+        run.usage_error("RUN is a run id or last, got '%s'", a)
+      end
     end
     i = i + 1
   end
@@ -112,6 +114,11 @@ function M.execute(argv, host)
   local dbpath = cfg.db or archive.default_path()
   local db, dberr = archive.open(dbpath, {readonly = true})
   if not db then run.usage_error("archive %s: %s", dbpath, dberr) end
+  if cfg.run == "last" then -- as kevo show, report and export take it: the newest run
+    local runs = assert(db:runs())
+    if #runs == 0 then run.usage_error("the archive %s holds no runs yet", db:path()) end
+    cfg.run = runs[#runs].id
+  end
   local row, rec, n = run.recorded(db, cfg.run)
   local task = run.load_task(rec.recipe, host)
   local strat, sopts = run.load_strategy(cfg.strategy or rec.strategy, rec.sets, host)

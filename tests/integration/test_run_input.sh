@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# kevo run, replay and the archive readers given mistaken input (issue 15): exit 2 for bad usage
+# or input, 1 for a job that failed, as docs/archive.md says; nothing is created on the way.
+# Runs on the synthetic cost model (KEVO_EVALUATOR=model:..., no GPU).
+set -u
+fail=0
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+recipe="$KEVO_SRC/tests/integration/run_fixtures/toyscale.yaml"
+export KEVO_EVALUATOR="model:$KEVO_SRC/examples/cost_model.lua"
+export KEVO_DB="$tmp/kevo.db"
+cd "$tmp" || exit 1
+if ! "$KEVO" script <(echo 'require "kevo.archive"; require "kevo.recipe"') 2>/dev/null; then
+  echo "SKIP: this build lacks kevo.archive or kevo.recipe, which kevo run needs" >&2; exit 77
+fi
+out="$tmp/out.txt"
+t() { # t NAME EXPECTED_RC CMD... (30 s at most)
+  local name=$1 want=$2; shift 2
+  timeout 30 "$@" >"$out" 2>&1 </dev/null; local rc=$?
+  if [ "$rc" != "$want" ]; then
+    echo "FAIL $name: exit $rc, want $want"; sed 's/^/  | /' "$out" | head -20; fail=1
+  else echo "ok   $name"; fi
+}
+has() { grep -qF -- "$1" "$out" || { echo "FAIL: output lacks '$1'"; sed 's/^/  | /' "$out" | head -20; fail=1; }; }
+lacks() { ! grep -qF -- "$1" "$out" || { echo "FAIL: output has '$1'"; sed 's/^/  | /' "$out" | head -20; fail=1; }; }
+runs() { "$KEVO" script <(echo 'local db = require("kevo.archive").open(nil, {readonly = true}) print(db and #db:runs() or 0)'); }
+
+# replay takes `last`, as show, report and export do
+t "replay last with no archive runs" 2 "$KEVO" replay last --db "$tmp/none.db"
+t "a run to replay" 0 "$KEVO" run "$recipe" --max-evals 4
+t "replay last" 0 "$KEVO" replay last; has "replay of run 1"; has "no divergence"
+t "replay a bad run spec" 2 "$KEVO" replay lastt; has "RUN is a run id or last, got 'lastt'"
+
+exit $fail
