@@ -113,7 +113,11 @@ function M.execute(argv, host)
   local archive = require "kevo.archive"
   local dbpath = cfg.db or archive.default_path()
   local db, dberr = archive.open(dbpath, {readonly = true})
-  if not db then run.usage_error("archive %s: %s", dbpath, dberr) end
+  if not db and tostring(dberr):find("no run has been recorded there yet", 1, true) then
+    run.usage_error("no archive at %s (kevo run creates it; or --db PATH / KEVO_DB)", dbpath)
+  elseif not db then
+    run.archive_failed(dberr)
+  end
   if cfg.run == "last" then -- as kevo show, report and export take it: the newest run
     local runs = assert(db:runs())
     if #runs == 0 then run.usage_error("the archive %s holds no runs yet", db:path()) end

@@ -27,7 +27,7 @@ function M.open(path)
   end
   f:close()
   local db, msg = archive.open(path, {readonly = true})
-  if not db then return nil, msg, 1 end
+  if not db then return nil, (tostring(msg):gsub("^E_%u+: ", "")), 1 end -- it names the archive
   return db
 end
 

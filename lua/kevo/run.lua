@@ -481,6 +481,13 @@ function M.recorded(db, id)
   return row, config, n
 end
 
+-- An archive that does not open (corrupt, locked, newer, not SQLite) fails the job (exit 1, as
+-- docs/archive.md says for every command): the user typed nothing wrong. The message already
+-- names the archive and what to do.
+function M.archive_failed(msg)
+  error((tostring(msg):gsub("^E_%u+: ", "")), 0)
+end
+
 M.usage_error = usage_error
 M.load_task = load_task
 M.load_strategy = load_strategy
@@ -497,7 +504,7 @@ function M.execute(cfg, host)
   if cfg.resume then
     local dberr
     db, dberr = archive.open(dbpath)
-    if not db then usage_error("archive %s: %s", dbpath, dberr) end
+    if not db then M.archive_failed(dberr) end
     row, rec = M.recorded(db, cfg.resume)
     cfg.recipe, cfg.strategy, cfg.sets, cfg.arch = rec.recipe, rec.strategy, rec.sets, rec.arch
     cfg.seed = row.seed or 1
@@ -548,7 +555,7 @@ function M.execute(cfg, host)
   if not db then
     local dberr
     db, dberr = archive.open(dbpath)
-    if not db then usage_error("archive %s: %s", dbpath, dberr) end
+    if not db then M.archive_failed(dberr) end
   end
   local recipe_name = task.name or recipe_path
   local run_id, tape

@@ -31,4 +31,14 @@ t "a run to replay" 0 "$KEVO" run "$recipe" --max-evals 4
 t "replay last" 0 "$KEVO" replay last; has "replay of run 1"; has "no divergence"
 t "replay a bad run spec" 2 "$KEVO" replay lastt; has "RUN is a run id or last, got 'lastt'"
 
+# an archive that is not SQLite: the job failed (1) in every command, as docs/archive.md says
+head -c 20000 /dev/urandom >garbage.db
+before=$(md5sum <garbage.db)
+for c in "run $recipe" "run --resume 1" "replay 1" "runs" "show 1" "report 1" "export 1 outdir"; do
+  # shellcheck disable=SC2086
+  t "$c --db garbage.db" 1 "$KEVO" $c --db garbage.db; has "garbage.db"; has "not an SQLite database"
+  lacks "E_DB: archive"
+done
+[ "$(md5sum <garbage.db)" = "$before" ] && echo "ok   garbage.db untouched" || { echo "FAIL: garbage.db changed"; fail=1; }
+
 exit $fail
