@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,6 +463,18 @@ static int open_checked(kevo_archive *a, const kevo_archive_opts *o, const char 
   return v < KEVO_ARCHIVE_SCHEMA ? migrate(a, err) : KEVO_OK;
 }
 
+/* May this process write both path and its directory (what a WAL reader needs for FILE-shm)? */
+static int may_write(const char *path) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else
+    slash[slash == dir] = '\0'; /* "/x.db" -> "/" */
+  return access(path, W_OK) == 0 && access(dir, W_OK) == 0;
+}
+
 int kevo_archive_open(const char *path, const kevo_archive_opts *opts, kevo_archive **out,
                       kevo_error *err) {
   static const kevo_archive_opts defaults = {0};
@@ -481,13 +494,22 @@ int kevo_archive_open(const char *path, const kevo_archive_opts *opts, kevo_arch
   snprintf(a->path, sizeof a->path, "%s", path);
   a->readonly = o->readonly;
   a->busy_ms = o->busy_ms > 0 ? o->busy_ms : KEVO_ARCHIVE_BUSY_MS;
-  int rc = open_checked(a, o, NULL, err);
-  /* Reading a WAL archive needs FILE-shm, which a read-only directory or file may not allow.
-   * With no FILE-wal holding commits, the file alone is the whole archive: read it immutable. */
+  /* Reading a WAL archive needs FILE-shm, which a read-only directory or file may not allow,
+   * and where the directory allows it SQLite makes FILE-wal and FILE-shm that a reader cannot
+   * remove. With no FILE-wal holding commits, the file alone is the whole archive: a reader
+   * that may not write the file or its directory reads it immutable, leaving nothing behind. */
   char wal[sizeof a->path + 8], uri[3 * sizeof a->path + 32];
   snprintf(wal, sizeof wal, "%s-wal", path);
+  int no_wal = stat(wal, &sb) != 0 || sb.st_size == 0;
+  int rc;
+  if (o->readonly && no_wal && !may_write(path)) {
+    immutable_uri(path, uri, sizeof uri);
+    rc = open_checked(a, o, uri, err);
+  } else {
+    rc = open_checked(a, o, NULL, err);
+  }
   int ro_failure = (a->last_rc & 0xff) == SQLITE_READONLY || (a->last_rc & 0xff) == SQLITE_CANTOPEN;
-  if (rc && o->readonly && ro_failure && (stat(wal, &sb) != 0 || sb.st_size == 0)) {
+  if (rc && o->readonly && ro_failure && no_wal) { /* a directory that changed under us */
     sqlite3_close_v2(a->db);
     a->db = NULL;
     immutable_uri(path, uri, sizeof uri);

@@ -31,6 +31,24 @@ t "a run to replay" 0 "$KEVO" run "$recipe" --max-evals 4
 t "replay last" 0 "$KEVO" replay last; has "replay of run 1"; has "no divergence"
 t "replay a bad run spec" 2 "$KEVO" replay lastt; has "RUN is a run id or last, got 'lastt'"
 
+# a read-only archive (the file; its directory writable): readers open it immutable and leave
+# no FILE-wal or FILE-shm behind (docs/archive.md). Root writes anyway, so as root the readers
+# run as nobody.
+as_reader=()
+if [ "$(id -u)" = 0 ]; then
+  command -v setpriv >/dev/null && as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+mkdir -m 777 ro && cp kevo.db ro/kevo.db && chmod 444 ro/kevo.db && chmod 755 "$tmp"
+if [ "$(id -u)" = 0 ] && ! "${as_reader[@]}" "$KEVO" version >/dev/null 2>&1; then
+  echo "skip read-only archive: nobody cannot run $KEVO here"
+else
+  for c in "runs" "show last" "report last" "replay last"; do
+    # shellcheck disable=SC2086
+    t "$c on a read-only archive" 0 "${as_reader[@]}" "$KEVO" $c --db ro/kevo.db
+    ls ro/kevo.db-* >/dev/null 2>&1 && { echo "FAIL: $c left $(ls ro/kevo.db-*)"; rm -f ro/kevo.db-*; fail=1; }
+  done
+fi
+
 # an archive that is not SQLite: the job failed (1) in every command, as docs/archive.md says
 head -c 20000 /dev/urandom >garbage.db
 before=$(md5sum <garbage.db)
