@@ -70,8 +70,13 @@ function M.read(path)
   if not io then return {} end -- sandboxed: the host passes settings in
   local f = io.open(path, "r")
   if not f then return nil, "E_IO: cannot read " .. path, "E_IO" end
-  local text = f:read("a")
+  local text, why = f:read("a") -- a directory opens, then fails to read
   f:close()
+  if not text then
+    local dir = io.open(path .. "/")
+    if dir then dir:close() why = "is not a regular file (a directory)" end
+    return nil, ("E_IO: %s: %s"):format(path, why), "E_IO"
+  end
   return M.parse(text, path)
 end
 

@@ -49,6 +49,13 @@ else
   done
 fi
 
+# kevo.conf that is a directory: a message, not a Lua traceback
+mkdir -p confdir/kevo.conf
+(cd confdir && t "run with kevo.conf a directory" 2 "$KEVO" run "$recipe" --max-evals 2 --db "$tmp/c.db")
+has "kevo.conf: is not a regular file (a directory)"; lacks "traceback"
+(cd confdir && timeout 60 "$KEVO" doctor >"$out" 2>&1)
+has "kevo.conf: is not a regular file (a directory)"; lacks "traceback"
+
 # an archive that is not SQLite: the job failed (1) in every command, as docs/archive.md says
 head -c 20000 /dev/urandom >garbage.db
 before=$(md5sum <garbage.db)
