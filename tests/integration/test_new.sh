@@ -89,7 +89,7 @@ t "comments, __restrict__, const placement, --launch" 0 "$KEVO" new saxpy saxpy.
 has "inputs   x f32 [n], y f32 [n]"; has "outputs  out f32 [n]"; has "flops 2*n"
 t "check the saxpy recipe" 0 "$KEVO" check mine/saxpy.yaml
 has "input  x   f32 [n=1000000]"; has "input  y   f32 [n=1000000]"; has "output out f32 [n=1000000]"
-has "BLOCK {128} = 1 points"; has "bytes 12*n = 12 MB, flops 2*n = 2 MFLOP"
+has "BLOCK {128} = 1 point"; lacks "1 points"; has "bytes 12*n = 12 MB, flops 2*n = 2 MFLOP"
 grep -qF "alpha (float) is a constant: the launch passes f32(2.5)" mine/saxpy.yaml \
   || { echo "FAIL: the prompt lacks the float constant"; fail=1; }
 grep -qF "UNUSED_HELPER" mine/saxpy.yaml && { echo "FAIL: a plain #define became a knob"; fail=1; }
