@@ -1,4 +1,5 @@
 /* kevo check RECIPE...: loads and checks recipes and prints what each one describes. */
+#include "evaluate.h"
 #include "luastate.h"
 #include "recipe.h"
 #include "registry.h"
@@ -171,6 +172,15 @@ static int check_one(const char *arg, int quiet) {
     snprintf(what, sizeof what, "seeds[%zu]", k);
     bad |= check_launch_syntax(r, &r->seeds[k], what, seed_at[k], sizeof seed_at[k]);
   }
+  /* every value of every knob makes a launch (no BLOCK=0): the chunks run without a GPU */
+  evaluator *ev = NULL;
+  if (!bad && evaluator_new(r, NULL, NULL, &ev, &err) == KEVO_OK) {
+    for (size_t k = 0; k < r->nseeds && !bad; k++)
+      if (evaluator_check_space(ev, k, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        bad = 1;
+      }
+  }
   if (!bad && !quiet) {
     print_summary(r);
     print_source(r, &r->reference, "reference", ref_at);
@@ -181,7 +191,10 @@ static int check_one(const char *arg, int quiet) {
     }
     if (r->prompt) printf("  %-10s %zu characters\n", "prompt", strlen(r->prompt));
   }
-  kevo_recipe_free(r);
+  if (ev)
+    evaluator_free(ev); /* it owns r */
+  else
+    kevo_recipe_free(r);
   return bad;
 }
 
@@ -215,8 +228,9 @@ const struct kevo_command kevo_cmd_check = {
     "Loads each recipe (a path to a .yaml file, or a name found on the recipe search path:\n"
     "$KEVO_RECIPES, ./recipes, the source tree's recipes/) and checks everything that can be\n"
     "checked without a GPU: the schema (unknown keys are errors), dtypes, that every shape,\n"
-    "cost and init expression evaluates on every shape, that source files exist, and that each\n"
-    "launch chunk compiles as Lua. Prints the shapes, tensors (sizes and bytes at the benchmark\n"
+    "cost and init expression evaluates on every shape, that source files exist, that each\n"
+    "launch chunk compiles as Lua, and that every value of every seed's knobs makes a launch\n"
+    "on every shape (no BLOCK=0). Prints the shapes, tensors (sizes and bytes at the benchmark\n"
     "shape), tolerances, cost, reference and seeds with the size of their knob space.\n\n"
     "An error is printed as file:line:column: key.path: what is wrong.\n"
     "  -q, --quiet   print only errors\n\n"

@@ -37,13 +37,17 @@ static int same_file(const kevo_recipe *r, const char *file, const char *kernel_
 /* A recipe's own seed starts where `kevo run` starts it: a knob neither given nor defaulted by
  * the source itself takes the first value of the seed's space (the matmul's num_warps 8, not
  * the compiler's 4). Returns the new number of knobs in sets. */
+static int seed_index(const kevo_recipe *r, const char *real, const char *lang) {
+  for (size_t i = 0; i < r->nseeds; i++)
+    if (!strcmp(r->seeds[i].lang, lang) && same_file(r, r->seeds[i].file, real)) return (int)i;
+  return -1;
+}
+
 static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const char *lang,
                                const kevo_buf *src, kevo_define *sets, size_t nsets) {
-  const kevo_source *seed = NULL;
-  for (size_t i = 0; i < r->nseeds && !seed; i++)
-    if (!strcmp(r->seeds[i].lang, lang) && same_file(r, r->seeds[i].file, real))
-      seed = &r->seeds[i];
-  if (!seed) return nsets;
+  int at = seed_index(r, real, lang);
+  if (at < 0) return nsets;
+  const kevo_source *seed = &r->seeds[at];
   eval_knobs declared;
   eval_knobs_declared(lang, src->data, src->len, &declared);
   for (size_t k = 0; k < seed->nknobs && nsets < MAX_SETS; k++) {
@@ -57,6 +61,40 @@ static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const cha
   }
   eval_knobs_free(&declared);
   return nsets;
+}
+
+/* Knob values that make no launch are bad input (exit 2), found before compiling: the
+ * recipe's own seed space (kevo check's test), and --set values under which the launch chunk
+ * fails where it resolves without them (BLOCK=0). A chunk that fails either way is the
+ * kernel's own fault: the evaluation says so (launch_error). Prints why; returns 1 to refuse. */
+static int knobs_make_no_launch(evaluator *ev, const eval_candidate *cand, const char *real,
+                                const kevo_buf *src, size_t nuser) {
+  const kevo_recipe *r = evaluator_recipe(ev);
+  kevo_error err = {0};
+  int at = real ? seed_index(r, real, cand->lang) : -1;
+  if (at >= 0 && evaluator_check_space(ev, (size_t)at, &err)) {
+    fprintf(stderr, "kevo eval: %s\n", err.msg);
+    return 1;
+  }
+  if (nuser == 0) return 0;
+  cJSON *plans = NULL;
+  int rc = evaluator_plans(ev, cand, &plans, &err);
+  cJSON_Delete(plans);
+  if (rc == KEVO_OK || rc == KEVO_E_NOGPU) return 0;
+  kevo_define start[MAX_SETS]; /* where the kernel starts without --set */
+  eval_candidate base = *cand;
+  base.knobs = start;
+  base.nknobs = real ? seed_start_knobs(r, real, cand->lang, src, start, 0) : 0;
+  kevo_error berr = {0};
+  rc = evaluator_plans(ev, &base, &plans, &berr);
+  cJSON_Delete(plans);
+  if (rc != KEVO_OK && rc != KEVO_E_NOGPU) return 0;
+  fprintf(stderr, "kevo eval: --set");
+  for (size_t i = 0; i < nuser; i++)
+    fprintf(stderr, " %s=%s", cand->knobs[i].name, cand->knobs[i].value);
+  fprintf(stderr, ": the launch chunk makes no launch with %s: %s\n",
+          nuser > 1 ? "these values" : "this value", err.msg);
+  return 1;
 }
 
 static void print_table(const cJSON *res, const kevo_recipe *r, const char *kernel) {
@@ -167,6 +205,8 @@ static int eval_main(int argc, char **argv) {
     lang = n > 3 && !strcmp(kernel + n - 3, ".py") ? "triton" : "cuda";
   }
   if (strcmp(lang, "cuda") && strcmp(lang, "triton")) return usage("--lang is cuda or triton");
+  kevo_error aerr = {0};
+  if (cfg.arch && cuda_check_arch(cfg.arch, &aerr)) return usage(aerr.msg);
 
   kevo_error err = {0};
   kevo_recipe *r = NULL;
@@ -206,6 +246,7 @@ static int eval_main(int argc, char **argv) {
       }
     }
   }
+  size_t nuser = nsets; /* the --set knobs come first */
   if (have_real) nsets = seed_start_knobs(r, real, lang, &src, sets, nsets);
   cand.nknobs = nsets;
   evaluator *ev = NULL;
@@ -214,6 +255,11 @@ static int eval_main(int argc, char **argv) {
     kevo_recipe_free(r);
     kevo_buf_free(&src);
     return KEVO_EXIT_FAILED;
+  }
+  if (knobs_make_no_launch(ev, &cand, have_real ? real : NULL, &src, nuser)) {
+    evaluator_free(ev);
+    kevo_buf_free(&src);
+    return KEVO_EXIT_USAGE;
   }
   cJSON *res = NULL;
   int rc = evaluator_run(ev, &cand, &res, &err);

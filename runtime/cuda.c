@@ -151,16 +151,18 @@ const char *cuda_default_arch(void) {
   return env.default_arch;
 }
 
-/* sm_NN, sm_NNN, optionally suffixed a or f, and supported by this NVRTC. */
-static int check_arch(const char *arch, kevo_error *err) {
-  const char *p = arch;
+int cuda_check_arch(const char *arch, kevo_error *err) {
+  pthread_once(&env_once, env_init);
+  const char *p = arch ? arch : "";
   int digits = 0, num = 0;
   if (strncmp(p, "sm_", 3) == 0)
     for (p += 3; isdigit((unsigned char)*p) && digits < 4; p++, digits++)
       num = num * 10 + (*p - '0');
   if (*p == 'a' || *p == 'f') p++;
   if (digits < 2 || digits > 3 || *p)
-    return kevo_fail(err, KEVO_E_ARG, "arch '%s': expected sm_NN or sm_NNa (like sm_90)", arch);
+    return kevo_fail(err, KEVO_E_ARG, "arch '%s': expected sm_NN or sm_NNa (like sm_90)",
+                     arch ? arch : "");
+  if (env.narchs == 0) return KEVO_OK; /* NVRTC did not list them: it will say at compile */
   for (int i = 0; i < env.narchs; i++)
     if (env.archs[i] == num) return KEVO_OK;
   return kevo_fail(err, KEVO_E_ARG, "arch '%s': not supported by NVRTC %d.%d (sm_%d to sm_%d)",
@@ -232,7 +234,8 @@ static int prepare(const cuda_compile_opts *o, prepared *p, kevo_error *err) {
     return kevo_fail(err, KEVO_E_ARG, "name '%.*s': use 1 to %d letters, digits, '_', '.', '-'",
                      MAX_NAME, p->name, MAX_NAME);
   const char *arch = o->arch ? o->arch : env.default_arch;
-  if (check_arch(arch, err)) return o->arch ? err->status : kevo_fail_prefix(err, "KEVO_ARCH: ");
+  if (cuda_check_arch(arch, err))
+    return o->arch ? err->status : kevo_fail_prefix(err, "KEVO_ARCH: ");
   snprintf(p->arch, sizeof p->arch, "%s", arch);
   if (o->ndefines > MAX_DEFINES)
     return kevo_fail(err, KEVO_E_ARG, "%zu defines, more than %d", o->ndefines, MAX_DEFINES);

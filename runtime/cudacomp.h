@@ -39,6 +39,11 @@
  * input before anything runs. */
 #define CUDA_MAX_SOURCE ((size_t)4 << 20)
 
+/* KEVO_OK when arch is sm_NN or sm_NNN (optionally suffixed a or f) and this NVRTC supports
+ * it; else KEVO_E_ARG with the message saying what is allowed ("sm_75 to sm_120"). For
+ * commands that check --arch before any work starts. */
+int cuda_check_arch(const char *arch, kevo_error *err);
+
 typedef struct kevo_define {
   const char *name;
   const char *value; /* NULL for a bare -DNAME */

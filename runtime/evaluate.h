@@ -58,6 +58,14 @@ const kevo_recipe *evaluator_recipe(const evaluator *ev);
 int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo_error *err);
 eval_config *evaluator_config(evaluator *ev); /* to change bench, seed, ... between calls */
 
+/* Checks the knob space of the recipe's seed number `seed` as evaluator_plans resolves it: the
+ * seed's start (each knob at its first value), then every other value of every knob with the
+ * rest at their first values, on every shape. A value that makes no launch (BLOCK=0: a block of
+ * no threads, a division by zero in the chunk) is KEVO_E_LAUNCH, the message starting
+ * "RECIPE: seeds[i].space: BLOCK=0 makes no launch: " then the chunk's own error. A chunk that
+ * reads `device` passes (a GPU host checks it). For kevo check and kevo eval. */
+int evaluator_check_space(evaluator *ev, size_t seed, kevo_error *err);
+
 /* Judges one candidate: *result is a new cJSON object shaped as the "Evaluation result" of
  * docs/architecture.md (caller frees with cJSON_Delete). */
 int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kevo_error *err);

@@ -7,6 +7,7 @@
  *   cuda.compile_many(list [, opts]) -> {{module=, info=, error=, code=}, ...}
  *     list items: a source string, or {source=, defines=, name=} (its defines replace opts')
  *   cuda.version() -> major, minor (NVRTC);  cuda.default_arch() -> "sm_90"
+ *   cuda.check_arch(arch) -> true | nil, msg, "E_ARG" (the form, and NVRTC supports it)
  * info = {ok, diagnostics = {{line, col, severity, message}}, log, kernels = {{name, registers,
  *         shared_static, local_bytes, spill_stores, spill_loads}}, ms, cached, hash, arch}
  * Module (kevo.cuda.Module): m:cubin() -> string, m.hash, m.arch, m:info(), m:close();
@@ -270,6 +271,14 @@ static int l_version(lua_State *L) {
   return 2;
 }
 
+/* check_arch(arch) -> true | nil, "E_ARG: arch 'sm_1': not supported ...", "E_ARG" */
+static int l_check_arch(lua_State *L) {
+  kevo_error err = {0};
+  if (cuda_check_arch(luaL_checkstring(L, 1), &err)) return kevo_l_fail_err(L, &err);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static int l_default_arch(lua_State *L) {
   lua_pushstring(L, cuda_default_arch());
   return 1;
@@ -331,11 +340,9 @@ int luaopen_kevo_cuda(lua_State *L);
 int luaopen_kevo_cuda(lua_State *L) {
   static const luaL_Reg methods[] = {
       {"cubin", m_cubin}, {"info", m_info}, {"close", m_gc}, {NULL, NULL}};
-  static const luaL_Reg fns[] = {{"compile", l_compile},
-                                 {"compile_many", l_compile_many},
-                                 {"version", l_version},
-                                 {"default_arch", l_default_arch},
-                                 {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"compile", l_compile},       {"compile_many", l_compile_many},
+                                 {"version", l_version},       {"default_arch", l_default_arch},
+                                 {"check_arch", l_check_arch}, {NULL, NULL}};
   kevo_l_newclass(L, MODULE_MT, methods, m_gc, m_tostring);
   luaL_getmetatable(L, MODULE_MT);
   lua_getfield(L, -1, "__index"); /* stack: mt methods */

@@ -180,5 +180,8 @@ return {
   name = "autotune",
   describe = "tunes template knobs: exhaustive when the space is small, else annealing",
   options = {"method", "exhaustive_max", "samples", "batch", "top", "t0", "cooling"},
+  option_values = {method = {"auto", "exhaustive", "anneal", "random"}, exhaustive_max = "count",
+                   samples = "count", batch = "count", top = "count", t0 = "positive",
+                   cooling = "fraction"},
         run = run,
 }

@@ -57,6 +57,20 @@ local function crossover(ctx, a, b, rng)
   return c
 end
 
+-- `descriptors` as kevo run checks it before the run starts: nil, or what is allowed.
+local function check_descriptors(v)
+  local n, bad = 0, nil
+  for s in tostring(v):gmatch("[^,]+") do
+    n = n + 1
+    if not s:match("^knob:.+$") and not DESCRIPTORS[s] then bad = s end
+  end
+  if n == 2 and not bad then return nil end
+  local names = {}
+  for k in pairs(DESCRIPTORS) do names[#names + 1] = k end
+  table.sort(names)
+  return "two comma-separated descriptors, each one of " .. table.concat(names, ", ") .. " or knob:NAME"
+end
+
 local function run(ctx, opts)
   opts = opts or {}
   local nis, pop_size = opts.islands or 3, opts.population or 4
@@ -183,4 +197,7 @@ end
 return {name = "evolve",
         describe = "evolutionary islands with migration and a MAP-Elites archive over two descriptors",
         options = {"islands", "population", "generations", "migrate_every", "elite_rate", "crossover", "descriptors"},
+        option_values = {islands = "count", population = "count", generations = "count",
+                         migrate_every = "count", elite_rate = "fraction", crossover = "fraction",
+                         descriptors = check_descriptors},
         run = run}

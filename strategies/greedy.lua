@@ -48,4 +48,5 @@ end
 
 return {name = "greedy", describe = "refines the best kernel with the LLM, feeding back the last result",
         options = {"steps", "n"},
+        option_values = {steps = "count", n = "count"},
         run = run}

@@ -629,6 +629,20 @@ local function run(argv, sys)
     if c == nil and i == 1 then warn("the launch chunk reads `device`: it was not checked here (kevo check/eval on a GPU will)") end
   end
   consts = consts or {}
+  -- every value of every knob's space must make a launch too (--space BLOCK=0 is bad input)
+  for _, kn in ipairs(knobs) do
+    local default = kn.value
+    for _, v in ipairs(kn.space or {}) do
+      if v ~= default then
+        kn.value = v
+        for _, s in ipairs(shapes) do
+          lc.check(chunk.text, ("%s with --space %s=%s"):format(chunk.where, kn.name, tostring(v)), s,
+                   knobs, k, kernels, tensors, bad)
+        end
+      end
+    end
+    kn.value = default
+  end
   for _, p in ipairs(k.params) do
     if p.scalar == "float" and consts[p.name] then
       for i = 2, #shapes do

@@ -98,7 +98,13 @@ function M.parse_args(argv)
         if not cfg.seed or cfg.seed < 0 then usage_error("--seed takes a non-negative integer") end
       elseif flag == "--db" then cfg.db = val
       elseif flag == "--arch" then
-        if not val:match("^sm_%d+a?$") then usage_error("--arch takes sm_XX, got '%s'", val) end
+        local okc, cuda = pcall(require, "kevo.cuda")
+        local good, why = true, nil
+        if okc then good, why = cuda.check_arch(val) else good = val:match("^sm_%d+[af]?$") end
+        if not good then
+          -- "--arch 'sm_1': expected sm_NN or sm_NNa (like sm_90)", or what NVRTC supports
+          usage_error("--%s", why and why:gsub("^E_%u+: ", "") or ("arch '" .. val .. "': expected sm_NN"))
+        end
         cfg.arch = val
       elseif flag == "--out" then cfg.out = val
       end
@@ -125,6 +131,40 @@ function M.parse_args(argv)
     usage_error("a recipe is required")
   end
   return cfg
+end
+
+-- What an option value must be, from the strategy's `option_values` (docs/strategies.md):
+-- nil when v is that, else what is allowed. A spec is "count" (an integer >= 1), "positive" (a
+-- number > 0), "nonnegative" (a number >= 0), "fraction" (a number from 0 to 1), a list of the
+-- words allowed, or a function(v) -> nil | what is allowed.
+local function option_problem(spec, v)
+  if type(spec) == "function" then return spec(v) end
+  if type(spec) == "table" then
+    for _, w in ipairs(spec) do if v == w then return nil end end
+    return "one of " .. table.concat(spec, ", ")
+  end
+  local n = type(v) == "number" and v == v and math.abs(v) < math.huge and v or nil
+  if spec == "count" then
+    return not (math.type(n) == "integer" and n >= 1) and "an integer >= 1" or nil
+  elseif spec == "positive" then
+    return not (n and n > 0) and "a number > 0" or nil
+  elseif spec == "nonnegative" then
+    return not (n and n >= 0) and "a number >= 0" or nil
+  elseif spec == "fraction" then
+    return not (n and n >= 0 and n <= 1) and "a number from 0 to 1" or nil
+  end
+  return nil -- a spec this kevo does not know checks nothing
+end
+
+-- Refuses (exit 2) an option value its strategy says it does not take, before any run exists.
+local function check_option(strategy_t, key, set)
+  local spec = type(strategy_t.option_values) == "table" and strategy_t.option_values[key]
+  if spec == nil then return end
+  local want = option_problem(spec, set.value)
+  if want then
+    usage_error("--set %s=%s: %s's %s must be %s", set.key, tostring(set.value), strategy_t.name,
+                key, want)
+  end
 end
 
 -- The text of the strategy called `name` as this project sees it: ./strategies/NAME.lua (the
@@ -158,6 +198,9 @@ local function load_strategy(spec, sets, host)
   local parts = {}
   for p in spec:gmatch("[^+]+") do parts[#parts + 1] = p end
   if #parts == 0 then usage_error("--strategy is empty") end
+  if spec:find("^%+") or spec:find("%+$") or spec:find("%+%+") then
+    usage_error("--strategy %s: an empty part (parts are joined by one '+', as in beam+autotune)", spec)
+  end
   local loaded = {}
   for i, p in ipairs(parts) do
     local s, msg
@@ -182,7 +225,11 @@ local function load_strategy(spec, sets, host)
         if allowed and not target and #loaded > 1 then
           local known = false
           for _, a in ipairs(allowed) do known = known or a == k end
-          if known then part.opts[k] = set.value; hit = true end
+          if known then
+            check_option(part.strategy, k, set)
+            part.opts[k] = set.value
+            hit = true
+          end
         else
           if allowed then
             local known = false
@@ -192,6 +239,7 @@ local function load_strategy(spec, sets, host)
                           part.strategy.name, k, table.concat(allowed, ", "))
             end
           end
+          check_option(part.strategy, k, set)
           part.opts[k] = set.value
           hit = true
         end

@@ -86,4 +86,34 @@ if grep -q "verdict *no_gpu" "$out"; then
   [ "$(grep -c 'needs a GPU' "$out")" = 1 ] || { echo "FAIL: the no-GPU message is not said once"; sed 's/^/  | /' "$out"; fail=1; }
 fi
 
+# a knob value that makes no launch (a block of 0 threads) is bad input for new, check and eval
+cat >k18.cu <<'CU'
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+/* kevo:launch
+return {kernels = {{name = "scale", grid = {cdiv(N, BLOCK)}, block = {BLOCK}, args = {"x", "y", i32(N)}}}}
+*/
+extern "C" __global__ void scale(const float *x, float *y, int N) {
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < N) y[i] = 2.0f * x[i];
+}
+CU
+t "new --space BLOCK=0" 2 "$KEVO" new sc k18.cu --param N=4096 --extra N=1 --space BLOCK=0 --out n18
+has "with --space BLOCK=0 (at benchmark): cdiv(a, b): b must be > 0, got 0"
+[ -e n18/sc.yaml ] && { echo "FAIL: new left n18/sc.yaml"; fail=1; }
+t "new --space BLOCK=128,256" 0 "$KEVO" new sc k18.cu --param N=4096 --extra N=1 --space BLOCK=128,256 --out n18
+sed 's/BLOCK: \[128, 256\]/BLOCK: [128, 0]/' n18/sc.yaml >n18/sc0.yaml
+grep -q "BLOCK: \[128, 0\]" n18/sc0.yaml || { echo "FAIL: the space line moved"; fail=1; }
+t "check BLOCK: [128, 0]" 2 "$KEVO" check n18/sc0.yaml
+has "n18/sc0.yaml: seeds[0].space: BLOCK=0 makes no launch: at shape N=4096"
+has "cdiv(a, b): b must be > 0, got 0"
+t "check BLOCK: [128, 256]" 0 "$KEVO" check -q n18/sc.yaml
+t "eval a seed of a recipe with BLOCK=0" 2 "$KEVO" eval n18/sc0.yaml n18/sc/seed.cu
+has "seeds[0].space: BLOCK=0 makes no launch"
+t "eval --set BLOCK=0" 2 "$KEVO" eval n18/sc.yaml n18/sc/seed.cu --set BLOCK=0
+has "--set BLOCK=0: the launch chunk makes no launch with this value"
+t "eval --set BLOCK=0, not a seed" 2 "$KEVO" eval n18/sc.yaml k18.cu --set BLOCK=0
+has "--set BLOCK=0: the launch chunk makes no launch"
+
 exit $fail

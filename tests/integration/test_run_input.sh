@@ -66,4 +66,29 @@ for c in "run $recipe" "run --resume 1" "replay 1" "runs" "show 1" "report 1" "e
 done
 [ "$(md5sum <garbage.db)" = "$before" ] && echo "ok   garbage.db untouched" || { echo "FAIL: garbage.db changed"; fail=1; }
 
+# strategy options and --arch are checked before a run row exists: exit 2 naming the option,
+# the value and what is allowed
+n0=$(runs)
+t "--set method=banana" 2 "$KEVO" run "$recipe" --set method=banana
+has "--set method=banana: autotune's method must be one of auto, exhaustive, anneal, random"
+t "--set samples=abc" 2 "$KEVO" run "$recipe" --set samples=abc; has "samples must be an integer >= 1"
+t "--set batch=0" 2 "$KEVO" run "$recipe" --set batch=0; has "--set batch=0: autotune's batch must be an integer >= 1"
+t "--set batch=-1" 2 "$KEVO" run "$recipe" --set batch=-1; has "--set batch=-1"
+t "--set cooling=2" 2 "$KEVO" run "$recipe" --set cooling=2; has "a number from 0 to 1"
+t "--set beam.width=0 in a composition" 2 "$KEVO" run "$recipe" --strategy beam+autotune --set beam.width=0
+has "beam's width must be an integer >= 1"
+t "--set batch=0 in a composition" 2 "$KEVO" run "$recipe" --strategy beam+autotune --set batch=0
+has "autotune's batch"
+t "--set descriptors=foo" 2 "$KEVO" run "$recipe" --strategy evolve --set descriptors=registers,foo
+has "evolve's descriptors must be two comma-separated descriptors"
+t "--arch sm_1" 2 "$KEVO" run "$recipe" --arch sm_1; has "--arch 'sm_1': expected sm_NN"
+t "--arch sm_99" 2 "$KEVO" run "$recipe" --arch sm_99; has "--arch 'sm_99': not supported by NVRTC"
+for s in "beam++autotune" "+autotune" "autotune+"; do
+  t "--strategy $s" 2 "$KEVO" run "$recipe" --strategy "$s"; has "an empty part"
+done
+[ "$(runs)" = "$n0" ] && echo "ok   no run row was made" || { echo "FAIL: runs went from $n0 to $(runs)"; fail=1; }
+t "good values still run" 0 "$KEVO" run "$recipe" --max-evals 3 --set method=random --set batch=2 --set cooling=0.5
+t "eval --arch sm_1" 2 "$KEVO" eval "$recipe" "$KEVO_SRC/recipes/vector_add/vectorized.cu" --arch sm_1
+has "arch 'sm_1': expected sm_NN"
+
 exit $fail

@@ -10,7 +10,13 @@ local M = {}
 -- kernel receives ({name = value}), or nil when the chunk needs the device (checked on a GPU).
 function M.check(chunk, where, shape, knobs, main, kernels, tensors, bad)
   local function wrap(kind) return function(v) return {wrap = kind, value = v} end end
-  local env = {cdiv = function(a, b) return (a + b - 1) // b end, min = math.min, max = math.max,
+  local function cdiv(a, b) -- as the runtime's (launch.c): a zero block size is said plainly
+    local ia, ib = math.tointeger(a), math.tointeger(b)
+    if not ia or not ib then error("cdiv(a, b): a and b must be integers", 0) end
+    if ib <= 0 then error(("cdiv(a, b): b must be > 0, got %d"):format(ib), 0) end
+    return ia >= 0 and (ia + ib - 1) // ib or -((-ia) // ib)
+  end
+  local env = {cdiv = cdiv, min = math.min, max = math.max,
                i32 = wrap("i32"), i64 = wrap("i64"), u32 = wrap("u32"), u64 = wrap("u64"),
                f32 = wrap("f32"), f64 = wrap("f64"), null = {null = true},
                ptr = function(n) return {buf = n} end}
