@@ -44,6 +44,8 @@ MAX_PTX = 64 << 20  # what a child may send back
 MAX_MESSAGE = 2000  # a diagnostic's length, as the model will read it
 SOURCE_NAME = "kevo-candidate:"  # code objects' file name: no file on disk, only linecache
 
+# The warm-up kernel touches what kernels commonly pull in lazily: a reduction (Triton's own JIT
+# functions) and libdevice (a file read while linking).
 WARMUP_SRC = '''import triton
 import triton.language as tl
 
@@ -51,8 +53,12 @@ import triton.language as tl
 @triton.jit
 def kevo_warmup(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = tl.extra.cuda.libdevice.erf(x) * tl.max(x, axis=0)
+    tl.store(x_ptr + offs, y, mask=offs < n)
 '''
+WARMUP_REQ = {"src": WARMUP_SRC, "kernel": "kevo_warmup", "signature": ["*fp32", "i32"],
+              "constexprs": {"BLOCK": 128}, "filename": "warmup.py", "timeout": 120}
 
 
 def clip(text, n=MAX_MESSAGE):
@@ -357,8 +363,7 @@ class Zygote:
                 get_ptxas(cc).version
             except Exception:
                 pass
-        req = {"src": WARMUP_SRC, "kernel": "kevo_warmup", "signature": ["*fp32", "i32"],
-               "constexprs": {"BLOCK": 128}, "arch": arch, "filename": "warmup.py"}
+        req = dict(WARMUP_REQ, arch=arch)
         ptx, md, extra = self.compiler.to_ptx(req)
         self.compiler.to_cubin(req, ptx, md, extra)
         linecache.clearcache()
@@ -514,6 +519,13 @@ def main():
         import_ms = (time.monotonic() - t0) * 1000.0
         zygote.warm_up(arch)
         zygote.drop_root()
+        # The same kernel again, through the whole wall: a sandbox that cannot compile it (a
+        # path Landlock does not grant, a file the unprivileged user cannot read) says so now,
+        # once, rather than in every candidate's verdict.
+        fields, _ = zygote.compile(dict(WARMUP_REQ, arch=arch))
+        if not fields.get("ok"):
+            raise RuntimeError("the compile sandbox cannot compile kevo's own test kernel: " +
+                               str(fields.get("error")))
     except Exception as e:
         write_frame(PROTO_OUT, {"op": "hello", "ok": False,
                                 "error": f"{type(e).__name__}: {e}"})

@@ -125,6 +125,9 @@ int triton_pool_new(const triton_pool_opts *opts, triton_pool **out, kevo_error 
   triton_pool *p = calloc(1, sizeof *p);
   if (!p) return kevo_fail(err, KEVO_E_NOMEM, "out of memory");
   if (opts) p->o = *opts;
+  /* The operator's way out when Python or Triton sit where nobody cannot read (docs/triton.md). */
+  const char *keep = getenv("KEVO_TRITON_KEEP_USER");
+  if (keep && *keep && strcmp(keep, "0") != 0) p->o.keep_user = 1;
   int rc = find_python(p->o.python, p->python, sizeof p->python, err);
   if (rc) goto fail;
   p->o.python = NULL; /* not owned */

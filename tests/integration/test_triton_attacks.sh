@@ -80,7 +80,9 @@ if diff "$tmp/canary.before" "$tmp/canary.after" >/dev/null; then ok "the canary
 if ls /tmp/kevo-triton-pwned-* >/dev/null 2>&1 || [ -e "$tmp/cache/poison.cubin" ]; then
   bad "an attack created a file outside its work directory"; else ok "no file created in /tmp or the cache"; fi
 if [ "$(id -u)" = 0 ]; then
-  new=$(find / -xdev \( -path /proc -o -path "$tmp" \) -prune -o -user 65534 -newer "$tmp/stamp" -print 2>/dev/null | head)
+  # (compile servers' own work directories, this run's and any other kevo's, are nobody's)
+  new=$(find / -xdev \( -path /proc -o -path "$tmp" -o -path '*/kevo-triton-*' \) -prune -o \
+    -user 65534 -newer "$tmp/stamp" -print 2>/dev/null | head)
   if [ -z "$new" ]; then ok "nothing on the filesystem written as nobody"; else bad "written as nobody: $new"; fi
 fi
 if grep -rqF "$secret" "$tmp"/out_* "$tmp/cache" 2>/dev/null; then bad "the fake API key appears in an output"; else
