@@ -110,5 +110,38 @@ has "candidates  4, evaluations 8"
 t "its replay asks what the journal holds" 0 "$KEVO" replay "$levels_run"
 has "no divergence"
 
+# the context's contract seen from a strategy file, through kevo run (whatever lies between)
+cat > contract.lua <<'LUA'
+-- contract: checks, from inside a strategy file (across whatever boundary kevo puts between a
+-- strategy and its context), what docs/strategies.md promises of ctx
+local search = require "kevo.search"
+return {name = "contract", run = function(ctx)
+  local seed = ctx.seeds[1]
+  local function check(cond, what) if not cond then error("contract: " .. what, 0) end end
+  local a = ctx:candidate(seed, {BLOCK = 512})
+  check(a.knobs.BLOCK == 512 and a.knobs.VEC ~= nil, "candidate merges partial knobs over the base's point")
+  local e = ctx:evaluate({ctx:candidate(seed, {BLOCK = 256, VEC = 4})})[1]
+  local k = ctx:default_knobs(seed.space, e)
+  check(k.BLOCK == 256 and k.VEC == 4, "default_knobs keeps an entry's knobs")
+  local quick = ctx:evaluate({a}, {level = "verify"})[1]
+  check(quick.level == "verify" and quick.bench == nil and quick.score == nil, "a verify entry is marked")
+  check(ctx.best == e, "a verify entry is never the best")
+  local full = ctx:evaluate({a})[1]
+  check(full.id == quick.id and full.score ~= nil, "promotion keeps the candidate id")
+  check(ctx:budget_left().evals == 2, "budget_left: " .. tostring(ctx:budget_left().evals))
+  local ok, n, reason, is_stop = ctx:with_limits({evals = 1}, function()
+    check(ctx:budget_left().evals == 1, "budget_left inside with_limits")
+    local batch = {}
+    for _, b in ipairs({128, 1024, 2048}) do batch[#batch + 1] = ctx:candidate(seed, {BLOCK = b}) end
+    local got, s = ctx:evaluate(batch)
+    return #got, s and s.reason, search.is_stop(s)
+  end)
+  check(ok == true and n == 1 and reason == "phase" and is_stop, "a cut batch comes back with its stop")
+  ctx:log("contract: all kept")
+end}
+LUA
+t "the ctx contract from a strategy file" 0 "$KEVO" run "$recipe" --strategy ./contract.lua --max-evals 5
+has "contract: all kept"
+
 [ $fail = 0 ] && echo "all strategy file tests passed"
 exit $fail
