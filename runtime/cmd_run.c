@@ -324,7 +324,9 @@ const struct kevo_command kevo_cmd_run = {
     "A progress line on stderr shows evaluations, the best speed-up over the reference, its\n"
     "% of roofline, tokens spent and elapsed time. Ctrl-C stops cleanly: the run is marked\n"
     "killed and everything found is kept (a second Ctrl-C ends kevo at once).\n\n"
-    "Strategies run in a sandbox (no io/os). KEVO_EVALUATOR=model:FILE replaces the GPU with a\n"
+    "Strategies run in a process of their own, confined: no files, no network, no exec, no\n"
+    "environment (docs/strategies.md, Security). KEVO_EVALUATOR=model:FILE replaces the GPU with "
+    "a\n"
     "synthetic cost model (a Lua file; examples/cost_model.lua): for teaching and tests only.\n\n"
     "exit: 0 a verified kernel was found, 1 none was (or the run failed), 2 bad usage or input\n",
     run_main, 0};

@@ -631,6 +631,28 @@ static void first_line(const char *msg, char *out, size_t cap) {
   out[n] = '\0';
 }
 
+/* Strings keep their methods (s:sub(), ("%d"):format()) but lose the pattern ones (find,
+ * match, gmatch, gsub): a backtracking pattern runs in C, where no instruction budget reaches.
+ * With no setmetatable, load, require or coroutine in the chunk's environment, this leaves it
+ * no code the budgets do not bound: no finalizer, no __close, no pattern, no module. */
+static void strip_string_patterns(lua_State *L) {
+  static const char *const keep[] = {"byte",  "char",    "format", "len", "lower",
+                                     "upper", "reverse", "rep",    "sub", NULL};
+  lua_pushliteral(L, "");
+  if (lua_getmetatable(L, -1)) { /* stack: "" mt */
+    lua_newtable(L);
+    lua_getglobal(L, "string"); /* stack: "" mt safe string */
+    for (const char *const *k = keep; *k; k++) {
+      lua_getfield(L, -1, *k);
+      lua_setfield(L, -3, *k);
+    }
+    lua_pop(L, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 int launch_resolve(const char *text, size_t len, const char *chunkname, int first_line_no,
                    const launch_env *env, cJSON **plan, kevo_error *err) {
   *plan = NULL;
@@ -644,6 +666,7 @@ int launch_resolve(const char *text, size_t len, const char *chunkname, int firs
   if (!L) return err ? err->status : KEVO_E_NOMEM;
   luaL_newmetatable(L, SCALAR_MT);
   lua_pop(L, 1);
+  strip_string_patterns(L);
 
   /* Lines before the chunk become empty lines, so Lua's line numbers are the file's. */
   kevo_buf code;

@@ -31,9 +31,9 @@ enum { HOOK_EVERY = 1000 };
 /* Modules that reach outside the process (network, files, the archive, the GPU worker, API
  * keys). In a sandbox only kevo's own embedded code may require them: a strategy gets their
  * services through the context the host hands it, never the raw module. */
-static const char *const privileged_modules[] = {"kevo.http",    "kevo.llm",       "kevo.config",
-                                                 "kevo.archive", "kevo.evaluator", "kevo.triton",
-                                                 "kevo.recipe",  "kevo.torchref",  NULL};
+static const char *const privileged_modules[] = {
+    "kevo.http",   "kevo.llm",    "kevo.config",   "kevo.archive",   "kevo.evaluator",
+    "kevo.triton", "kevo.recipe", "kevo.torchref", "kevo.stratproc", NULL};
 
 static double now_s(void) {
   struct timespec ts;
@@ -143,6 +143,17 @@ static int searcher_kevo(lua_State *L) {
 static int sandbox_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   lua_settop(L, 1);
+  const char *const *only = ctx_of(L)->opts.only_modules;
+  if (only) {
+    const char *const *m = only;
+    while (*m && strcmp(*m, name) != 0)
+      m++;
+    if (!*m)
+      return luaL_error(L,
+                        "E_SANDBOX: require '%s' is not allowed in a strategy (it runs in a "
+                        "process of its own; what it may use comes through the context)",
+                        name);
+  }
   /* The caller is checked before the cache: once kevo's own code has loaded a privileged
    * module, a strategy must not get it from _LOADED either. */
   for (const char *const *p = privileged_modules; *p; p++) {

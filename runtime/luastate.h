@@ -22,6 +22,10 @@ typedef struct kevo_lua_opts {
   uint64_t instr_limit; /* VM instructions; 0: none */
   double time_limit_s;  /* wall seconds spent running Lua (not C calls); 0: none */
   uint64_t seed;        /* seeds math.random in a sandbox */
+  /* A sandbox's require gives only these modules (NULL-terminated), whoever asks: the strategy
+   * process's state, where no code is kevo's to trust. NULL: every kevo module, the privileged
+   * ones to kevo's embedded code only. */
+  const char *const *only_modules;
 } kevo_lua_opts;
 
 /* A new state, or NULL with err filled. Close with kevo_lua_close. */

@@ -178,3 +178,38 @@ fail:
   kevo_frame_free(out);
   return rc;
 }
+
+int kevo_frame_send_text(int fd, const char *text, size_t len, int timeout_ms, kevo_error *err) {
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  if (len == 0 || len > KEVO_PROTO_MAX_HEADER)
+    return kevo_fail(err, KEVO_E_NOMEM, "frame header of %zu bytes is out of range", len);
+  unsigned char pre[4] = {(unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16),
+                          (unsigned char)(len >> 24)};
+  int rc = write_all(fd, pre, 4, deadline, err);
+  if (!rc) rc = write_all(fd, text, len, deadline, err);
+  return rc;
+}
+
+int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int timeout_ms,
+                         kevo_error *err) {
+  *text = NULL;
+  *len = 0;
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  unsigned char pre[4];
+  int rc = read_all(fd, pre, 4, deadline, err);
+  if (rc) return rc;
+  uint32_t n = pre[0] | (uint32_t)pre[1] << 8 | (uint32_t)pre[2] << 16 | (uint32_t)pre[3] << 24;
+  if (n == 0 || n > KEVO_PROTO_MAX_HEADER || n > max_len)
+    return kevo_fail(err, KEVO_E_PARSE, "frame header length %u is out of range", n);
+  char *t = malloc((size_t)n + 1);
+  if (!t) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a %u-byte frame", n);
+  rc = read_all(fd, t, n, deadline, err);
+  if (rc) {
+    free(t);
+    return rc;
+  }
+  t[n] = '\0';
+  *text = t;
+  *len = n;
+  return KEVO_OK;
+}

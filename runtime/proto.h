@@ -44,4 +44,13 @@ int kevo_frame_send(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs
 int kevo_frame_read(int fd, kevo_frame *out, int timeout_ms, kevo_error *err);
 void kevo_frame_free(kevo_frame *f);
 
+/* Frames without blobs whose header the caller encodes and decodes itself (the strategy
+ * process's link, where Lua holds the JSON text): send_text writes text (a JSON object with no
+ * "blobs") as one frame; read_text returns the next frame's header text (malloc'd,
+ * NUL-terminated; the caller frees) without parsing it, refusing one over max_len bytes
+ * (KEVO_E_PARSE). Timeouts and errors as kevo_frame_send and kevo_frame_read. */
+int kevo_frame_send_text(int fd, const char *text, size_t len, int timeout_ms, kevo_error *err);
+int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int timeout_ms,
+                         kevo_error *err);
+
 #endif

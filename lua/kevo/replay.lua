@@ -125,7 +125,8 @@ function M.execute(argv, host)
   end
   local row, rec, n = run.recorded(db, cfg.run)
   local task = run.load_task(rec.recipe, host)
-  local strat, sopts = run.load_strategy(cfg.strategy or rec.strategy, rec.sets, host)
+  local strat, sopts = run.load_strategy(cfg.strategy or rec.strategy, rec.sets, host, {
+    seed = row.seed or 1, on_log = function(line) print("        " .. line) end})
   local seeds = run.task_seeds(task, host)
   math.randomseed(row.seed or 1)
 

@@ -75,4 +75,34 @@ function Rng:fork(label)
   return M.new(str_hash(tostring(self.seed) .. "/" .. tostring(label)))
 end
 
+-- The generator's state as plain data ({seed =, s = {4 hex strings}}) and back: the strategy
+-- process sends its generators with each ctx call, so the host draws from the same streams.
+function M.is_rng(x)
+  return getmetatable(x) == Rng
+end
+
+function M.state(r)
+  local s = r.s
+  return {seed = r.seed, s = {string.format("%x", s[1]), string.format("%x", s[2]),
+                              string.format("%x", s[3]), string.format("%x", s[4])}}
+end
+
+-- Sets r's state from M.state's form (a new generator when r is nil); nil for a malformed one.
+function M.restore(r, st)
+  if type(st) ~= "table" or type(st.s) ~= "table" then return nil end
+  local s = {}
+  for i = 1, 4 do
+    local h = st.s[i]
+    s[i] = type(h) == "string" and #h <= 16 and h:match("^%x+$") and tonumber(h, 16) or nil
+    if not s[i] then return nil end
+  end
+  local seed = st.seed
+  if type(seed) ~= "number" and type(seed) ~= "string" then return nil end
+  if r then
+    r.s = s
+    return r
+  end
+  return setmetatable({s = s, seed = seed}, Rng)
+end
+
 return M

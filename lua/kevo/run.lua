@@ -11,7 +11,6 @@
 local json = require "kevo.json"
 local kevo = require "kevo"
 local search = require "kevo.search"
-local strategy = require "kevo.strategy"
 local journal = require "kevo.journal"
 
 local M = {}
@@ -190,65 +189,93 @@ function M.strategy_source(name, host)
 end
 
 -- The strategy for --strategy: a name (./strategies/NAME.lua, else built in), a .lua file, or
--- parts joined by '+'. Returns the strategy and the per-part option tables.
-local sources_of = setmetatable({}, {__mode = "k"}) -- host -> its strategy.use_sources function
-local function load_strategy(spec, sets, host)
-  sources_of[host] = sources_of[host] or function(name) return M.strategy_source(name, host) end
-  strategy.use_sources(sources_of[host])
+-- parts joined by '+'. It is loaded and run in a process of its own (kevo.boundary): no
+-- strategy code runs here; the process gets the texts, and strategy.load(NAME) there asks the
+-- host for M.strategy_source(NAME).
+-- Returns the strategy (its run(ctx, opts) serves that process) and its options (the first
+-- part's, or {} for a composition, whose parts get theirs in the process).
+-- popts: seed (the run's), cpu_s, interrupted() (Ctrl-C), on_log(line).
+local function load_strategy(spec, sets, host, popts)
   local parts = {}
   for p in spec:gmatch("[^+]+") do parts[#parts + 1] = p end
   if #parts == 0 then usage_error("--strategy is empty") end
   if spec:find("^%+") or spec:find("%+$") or spec:find("%+%+") then
     usage_error("--strategy %s: an empty part (parts are joined by one '+', as in beam+autotune)", spec)
   end
-  local loaded = {}
+  local specs = {}
   for i, p in ipairs(parts) do
-    local s, msg
     if p:find("/") or p:match("%.lua$") then
       local text, err = host.read_file(p)
       if not text then usage_error("--strategy %s: %s", p, err) end
-      s, msg = strategy.from_source(text, "@" .. p)
+      specs[i] = {source = text, chunk = "@" .. p}
     else
-      s, msg = strategy.load(p)
+      local text, chunk = M.strategy_source(p, host)
+      if not text then usage_error("--strategy %s: %s", p, chunk) end
+      specs[i] = {source = text, chunk = chunk}
     end
-    if not s then usage_error("--strategy %s: %s", p, msg) end
-    loaded[i] = {strategy = s, opts = {}}
   end
+  popts = popts or {}
+  -- KEVO_STRATEGY_MEM_MB: the strategy process's memory cap (tests make memory bombs quick)
+  local mem = math.tointeger(tonumber(host.getenv and host.getenv("KEVO_STRATEGY_MEM_MB") or ""))
+  local okl, strat = pcall(require("kevo.boundary").load, specs, {
+    seed = popts.seed, cpu_s = popts.cpu_s, interrupted = host.interrupted,
+    source = function(name) return M.strategy_source(name, host) end,
+    mem_bytes = mem and mem > 0 and (mem << 20) or nil,
+    stats = host.getenv ~= nil and host.getenv("KEVO_BOUNDARY_STATS") == "1", -- bench/ctx_roundtrip.sh
+    on_log = popts.on_log or function(line)
+      host.clear_progress()
+      kevo.log("%s", line)
+    end})
+  if not okl then
+    if type(strat) == "table" and strat.usage then usage_error("--strategy %s: %s", spec, strat.usage) end
+    error(strat, 0)
+  end
+  local loaded = {}
+  for i, p in ipairs(strat.parts) do loaded[i] = {strategy = p, opts = {}} end
   -- --set KEY=V applies to every part; --set NAME.KEY=V to the part called NAME
-  for _, set in ipairs(sets) do
-    local target, key = set.key:match("^([^.]+)%.(.+)$")
-    local hit = false
-    for _, part in ipairs(loaded) do
-      if not target or target == part.strategy.name then
-        local k = key or set.key
-        local allowed = part.strategy.options
-        if allowed and not target and #loaded > 1 then
-          local known = false
-          for _, a in ipairs(allowed) do known = known or a == k end
-          if known then
+  local okset, serr = pcall(function()
+    for _, set in ipairs(sets) do
+      local target, key = set.key:match("^([^.]+)%.(.+)$")
+      local hit = false
+      for _, part in ipairs(loaded) do
+        if not target or target == part.strategy.name then
+          local k = key or set.key
+          local allowed = part.strategy.options
+          if allowed and not target and #loaded > 1 then
+            local known = false
+            for _, a in ipairs(allowed) do known = known or a == k end
+            if known then
             check_option(part.strategy, k, set)
             part.opts[k] = set.value
             hit = true
           end
-        else
-          if allowed then
-            local known = false
-            for _, a in ipairs(allowed) do known = known or a == k end
-            if not known then
-              usage_error("--set %s: %s has no option '%s' (options: %s)", set.key,
-                          part.strategy.name, k, table.concat(allowed, ", "))
+          else
+            if allowed then
+              local known = false
+              for _, a in ipairs(allowed) do known = known or a == k end
+              if not known then
+                usage_error("--set %s: %s has no option '%s' (options: %s)", set.key,
+                            part.strategy.name, k, table.concat(allowed, ", "))
+              end
             end
+            check_option(part.strategy, k, set)
+            part.opts[k] = set.value
+            hit = true
           end
-          check_option(part.strategy, k, set)
-          part.opts[k] = set.value
-          hit = true
         end
       end
+      if not hit then usage_error("--set %s: no strategy part takes it", set.key) end
     end
-    if not hit then usage_error("--set %s: no strategy part takes it", set.key) end
+  end)
+  if not okset then
+    strat.session:finish(0)
+    error(serr, 0)
   end
-  if #loaded == 1 then return loaded[1].strategy, loaded[1].opts end
-  return strategy.compose(loaded), {}
+  local per_part = {}
+  for i, part in ipairs(loaded) do per_part[i] = part.opts end
+  local serve = strat.run
+  strat.run = function(ctx) return serve(ctx, json.array(per_part)) end
+  return strat, #loaded == 1 and loaded[1].opts or {}
 end
 
 -- Seeds for the context from the loaded recipe: source text read when the loader gave a path.
@@ -536,6 +563,12 @@ function M.archive_failed(msg)
   error((tostring(msg):gsub("^E_%u+: ", "")), 0)
 end
 
+-- The strategy process's CPU-time limit: strategies compute little (the host does the work),
+-- so an hour, or the run's time budget and a minute when that is longer.
+function M.cpu_limit(budgets)
+  return math.max(3600, math.ceil((budgets and budgets.time_s or 0) + 60))
+end
+
 M.usage_error = usage_error
 M.load_task = load_task
 M.load_strategy = load_strategy
@@ -578,7 +611,7 @@ function M.execute(cfg, host)
     budgets = {max_evals = rec.max_evals, time_s = rec.time_s, max_tokens = rec.max_tokens}
   end
   local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
-                                     cfg.sets, host)
+                                     cfg.sets, host, {seed = cfg.seed, cpu_s = M.cpu_limit(budgets)})
   local seeds = task_seeds(task, host)
   if #seeds == 0 and not llm_cfg then
     usage_error("%s has no seed kernels to tune; configure an LLM (--llm provider:model, or llm = "

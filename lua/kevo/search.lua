@@ -58,19 +58,14 @@ local journal = require "kevo.journal"
 
 local M = {}
 
----------------------------------------------------------------------------------------------
--- Stops
-local Stop = {}
-Stop.__index = Stop
-Stop.__tostring = function(s)
-  return "search stopped: " .. s.reason .. (s.message and (": " .. s.message) or "")
+-- Stops, knobs and the ordering of entries are plain functions shared with the strategy
+-- process (lua/kevo/searchutil.lua); the context below is the host's alone.
+local util = require "kevo.searchutil"
+for _, k in ipairs({"is_stop", "is_global_stop", "stop", "knob_value", "normalize_space", "knobs_key",
+                    "better", "feedback_text", "describe_scores", "end_phase"}) do
+  M[k] = util[k]
 end
-
--- Reasons that end the whole run (others end only the current phase or strategy part).
--- journal_end and replay end a replay (kevo replay): the journal of a run cut short ends, or a
--- diverged replay has gone on offline long enough.
-local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = true,
-                     journal_end = true, replay = true}
+local stop, knobs_key = util.stop, util.knobs_key
 
 -- A stall (docs/strategies.md): STALL_BATCHES evaluation batches in a row that held only
 -- candidates evaluated before, or STALL_LLM_BATCHES in a row of such batches proposed by the
@@ -78,75 +73,10 @@ local GLOBAL_STOP = {evals = true, time = true, interrupted = true, no_gpu = tru
 -- `resume` entry's `fresh_stall`), so a run that stalled goes on under a new budget.
 M.STALL_BATCHES, M.STALL_LLM_BATCHES = 50, 5
 
--- depth: for "phase", the with_limits level whose budget ended (1 the outermost).
-local function make_stop(reason, message, depth)
-  return setmetatable({reason = reason, message = message, depth = depth}, Stop)
-end
-
-local function stop(reason, message, depth)
-  error(make_stop(reason, message, depth), 0)
-end
-
-function M.is_stop(e)
-  return getmetatable(e) == Stop
-end
-
-function M.is_global_stop(e)
-  return M.is_stop(e) and GLOBAL_STOP[e.reason] == true
-end
-
-M.stop = stop
+local make_stop = util.stop_object -- a stop, not raised
 
 -- The seeded generator lives in kevo.rng; search.rng is its constructor.
 M.rng = require("kevo.rng").new
-
----------------------------------------------------------------------------------------------
--- Knobs
-
--- A knob value as written in a recipe ("256", "true") becomes a number or boolean.
-local function knob_value(v)
-  if type(v) ~= "string" then return v end
-  if v == "true" then return true end
-  if v == "false" then return false end
-  return math.tointeger(tonumber(v)) or tonumber(v) or v
-end
-M.knob_value = knob_value
-
--- Normalizes a space given as an ordered list {{name=, values=}} or a map {NAME = {values}}
--- (sorted by name) into the ordered list form.
-function M.normalize_space(space)
-  local out = {}
-  if not space then return out end
-  if space[1] ~= nil or next(space) == nil then
-    for _, k in ipairs(space) do
-      local vals = {}
-      for i, v in ipairs(k.values) do vals[i] = knob_value(v) end
-      out[#out + 1] = {name = k.name, values = vals}
-    end
-  else
-    local names = {}
-    for name in pairs(space) do names[#names + 1] = name end
-    table.sort(names)
-    for _, name in ipairs(names) do
-      local vals = {}
-      for i, v in ipairs(space[name]) do vals[i] = knob_value(v) end
-      out[#out + 1] = {name = name, values = vals}
-    end
-  end
-  return out
-end
-
--- Canonical text of a knob assignment (sorted by name), for identity and display.
-local function knobs_key(knobs)
-  if not knobs then return "" end
-  local names = {}
-  for k in pairs(knobs) do names[#names + 1] = k end
-  table.sort(names)
-  local parts = {}
-  for i, k in ipairs(names) do parts[i] = k .. "=" .. tostring(knobs[k]) end
-  return table.concat(parts, ",")
-end
-M.knobs_key = knobs_key
 
 local function copy(t)
   local o = {}
@@ -669,12 +599,6 @@ function Ctx:history()
   return o
 end
 
--- Sort order for entries: higher score first, then earlier evaluation (stable, deterministic).
-function M.better(a, b)
-  if a.score ~= b.score then return (a.score or -math.huge) > (b.score or -math.huge) end
-  return a.n < b.n
-end
-
 function Ctx:top(k, entries)
   local ok = {}
   for _, e in ipairs(entries or self._entries) do
@@ -816,37 +740,19 @@ function Ctx:children(entry, n, feedback, rng)
   return self:neighbors(entry, n, rng)
 end
 
--- Text for the next prompt about an entry: its verdict, message, timing and the evaluator's
--- feedback (compile diagnostics, the worst mismatch, ...).
-function M.feedback_text(e)
-  if not e then return nil end
-  local parts = {}
-  if e.ok then
-    local b = e.bench or {}
-    parts[1] = string.format("The kernel verified. Time %.4f ms, %.2fx the reference%s.",
-                             b.median_ms or 0, b.speedup or 0,
-                             b.roofline_pct and string.format(", %.0f%% of roofline", b.roofline_pct) or "")
-  else
-    parts[1] = string.format("The kernel failed (%s at stage %s): %s", e.verdict or "error",
-                             e.stage or "?", e.message or "")
-  end
-  if e.feedback and e.feedback ~= e.message then parts[#parts + 1] = e.feedback end
-  return table.concat(parts, "\n")
-end
-
--- "1.84x, 1.52x" for a list of entries (logs).
-function M.describe_scores(list)
-  local o = {}
-  for i, e in ipairs(list) do
-    o[i] = e.ok and string.format("%.3gx", e.score or 0) or (e.verdict or "?")
-  end
-  return #o > 0 and table.concat(o, ", ") or "(empty)"
-end
-
 -- Runs fn(...) with a tighter budget (limits.evals: evaluations from now; limits.seconds).
 -- Returns true, fn's results when fn returned; false, stop when the phase's own budget (or the
 -- token budget, or a stall) ended it. A stop of the whole run and any error propagate.
 function Ctx:with_limits(limits, fn, ...)
+  local p, saved = self:_push_limits(limits)
+  local res = table.pack(pcall(fn, ...))
+  self._phase = saved
+  return util.end_phase(p.depth, res)
+end
+
+-- Opens a with_limits level: returns it and the level it replaces (restore that one by setting
+-- ctx._phase back). The strategy process's with_limits opens and closes levels through these.
+function Ctx:_push_limits(limits)
   local saved = self._phase
   local p = {parent = saved, depth = (saved and saved.depth or 0) + 1}
   if limits.evals then p.evals_end = self.evals + limits.evals end
@@ -856,16 +762,7 @@ function Ctx:with_limits(limits, fn, ...)
     if saved.deadline then p.deadline = math.min(p.deadline or math.huge, saved.deadline) end
   end
   self._phase = p
-  local res = table.pack(pcall(fn, ...))
-  self._phase = saved
-  if res[1] then return true, table.unpack(res, 2, res.n) end
-  local e = res[2]
-  if M.is_stop(e) and not GLOBAL_STOP[e.reason] then
-    -- a stop from an outer phase belongs to the outer phase
-    if e.reason == "phase" and e.depth and e.depth < p.depth then error(e, 0) end
-    return false, e
-  end
-  error(e, 0)
+  return p, saved
 end
 
 ---------------------------------------------------------------------------------------------

@@ -199,6 +199,23 @@ static void test_sandbox(void) {
   expect_error("return load('return 1')", KEVO_E_LAUNCH, "unknown name 'load'");
   expect_error("local t = {} for i = 1, 1e7 do t[i] = i end", KEVO_E_SANDBOX, "");
   expect_error("return setmetatable({}, {})", KEVO_E_LAUNCH, "unknown name 'setmetatable'");
+  /* Nothing a chunk can run escapes the budgets (issue 13): no pattern (C code no hook
+   * reaches), no finalizer or __close handler (no metatables), no module, no coroutine. */
+  expect_error("return ('a'):rep(60):find(('a*'):rep(60) .. 'b')", KEVO_E_LAUNCH, "find");
+  expect_error("return ('a'):rep(60):match(('a*'):rep(60) .. 'b')", KEVO_E_LAUNCH, "match");
+  expect_error("return ('a'):gsub('a', 'b')", KEVO_E_LAUNCH, "gsub");
+  expect_error("for w in ('a b'):gmatch('%a') do end", KEVO_E_LAUNCH, "gmatch");
+  expect_error("return getmetatable('')", KEVO_E_LAUNCH, "unknown name 'getmetatable'");
+  expect_error("local x <close> = {}", KEVO_E_LAUNCH, "non-closable");
+  expect_error("return coroutine.wrap(function() end)", KEVO_E_LAUNCH, "unknown name 'coroutine'");
+  expect_error("return pcall(error)", KEVO_E_LAUNCH, "unknown name 'pcall'");
+  expect_error("return ('x'):rep(1 << 30)", KEVO_E_SANDBOX, "");
+  expect_error("local s = 'x' while true do s = s .. s end", KEVO_E_SANDBOX, "");
+  char out[2048];
+  CHECK(resolve("return {kernels = {{name = ('k%d'):format(BLOCK):sub(1, 4), grid = {1}, "
+                "block = {1}, args = {}}}}",
+                NULL, out, sizeof out) == KEVO_OK);
+  CHECK_STR_CONTAINS(out, "\"k256\"");
 }
 
 int main(void) {

@@ -52,5 +52,26 @@ int main(void) {
   cJSON_Delete(h);
   close(p[0]);
   close(p[1]);
+
+  /* text frames (the strategy process's link): the same wire format, read back as text */
+  CHECK(pipe(p) == 0);
+  const char *msg = "{\"op\":\"call\",\"m\":\"evaluate\"}";
+  CHECK(kevo_frame_send_text(p[1], msg, strlen(msg), 1000, &err) == KEVO_OK);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK(kevo_frame_read_text(p[0], &text, &len, 1 << 20, 1000, &err) == KEVO_OK);
+  CHECK(text && len == strlen(msg) && strcmp(text, msg) == 0);
+  free(text);
+  CHECK(kevo_frame_send_text(p[1], msg, strlen(msg), 1000, &err) == KEVO_OK);
+  CHECK(kevo_frame_read(p[0], &f, 1000, &err) == KEVO_OK); /* a plain frame with no blobs */
+  CHECK(f.nblobs == 0 && strcmp(cJSON_GetObjectItem(f.header, "m")->valuestring, "evaluate") == 0);
+  kevo_frame_free(&f);
+  /* over the reader's cap: refused before any allocation */
+  CHECK(kevo_frame_send_text(p[1], msg, strlen(msg), 1000, &err) == KEVO_OK);
+  CHECK(kevo_frame_read_text(p[0], &text, &len, 8, 1000, &err) == KEVO_E_PARSE);
+  CHECK(text == NULL);
+  CHECK(kevo_frame_send_text(p[1], "", 0, 1000, &err) != KEVO_OK); /* empty: not a frame */
+  close(p[0]);
+  close(p[1]);
   CHECK_DONE();
 }

@@ -1,0 +1,233 @@
+/* stratproc.c: starting, talking to and ending the strategy process. See stratproc.h. */
+#include "stratproc.h"
+
+#include "confine.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { FRAME_COMPLETE_MS = 10000 };
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void close_from(int lowfd) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0) return;
+#endif
+  long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = lowfd; fd < (max > 0 ? max : 1024); fd++)
+    close((int)fd);
+}
+
+int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_error *err) {
+  memset(p, 0, sizeof *p);
+  p->to_fd = p->from_fd = p->err_fd = -1;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return kevo_fail(err, KEVO_E_IO, "cannot find kevo itself: %s", strerror(errno));
+  self[n] = '\0';
+  char host[32], seed[32], cpu[32], mem[32];
+  snprintf(host, sizeof host, "%ld", (long)getpid());
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+  snprintf(cpu, sizeof cpu, "%u", o->cpu_s);
+  snprintf(mem, sizeof mem, "%zu", o->mem_bytes);
+  char *argv[] = {"kevo", "strategy-process", host, seed, cpu, mem, NULL};
+  /* No environment: no API key, no proxy settings, nothing of the user's. A sanitizer build
+   * gets its options (the child ends by _exit, so no leak check runs there). */
+#if KEVO_SANITIZED
+  char *envp[] = {"ASAN_OPTIONS=detect_leaks=0:abort_on_error=1",
+                  "UBSAN_OPTIONS=print_stacktrace=1", NULL};
+#else
+  char *envp[] = {NULL};
+#endif
+  int req[2] = {-1, -1}, rep[2] = {-1, -1}, er[2] = {-1, -1};
+  if (pipe2(req, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) {
+    int e = errno;
+    for (int i = 0; i < 2; i++)
+      close_fd(&req[i]), close_fd(&rep[i]), close_fd(&er[i]);
+    return kevo_fail(err, KEVO_E_IO, "cannot make pipes for the strategy process: %s", strerror(e));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_IGN); /* Ctrl-C is the host's to handle: it stops the strategy itself */
+    if (dup2(req[0], 0) < 0 || dup2(rep[1], 1) < 0 || dup2(er[1], 2) < 0) _exit(127);
+    close_from(3);
+    execve(self, argv, envp);
+    _exit(127);
+  }
+  int e = errno;
+  close_fd(&req[0]);
+  close_fd(&rep[1]);
+  close_fd(&er[1]);
+  if (pid < 0) {
+    close_fd(&req[1]), close_fd(&rep[0]), close_fd(&er[0]);
+    return kevo_fail(err, KEVO_E_IO, "cannot start the strategy process: %s", strerror(e));
+  }
+  p->pid = pid;
+  p->to_fd = req[1];
+  p->from_fd = rep[0];
+  p->err_fd = er[0];
+  fcntl(p->to_fd, F_SETFL, fcntl(p->to_fd, F_GETFL) | O_NONBLOCK);
+  fcntl(p->err_fd, F_SETFL, fcntl(p->err_fd, F_GETFL) | O_NONBLOCK);
+  return KEVO_OK;
+}
+
+int kevo_stratproc_send(kevo_stratproc *p, const char *text, size_t len, int timeout_ms,
+                        kevo_error *err) {
+  if (p->to_fd < 0) return kevo_fail(err, KEVO_E_IO, "the strategy process has ended");
+  if (len > KEVO_STRATPROC_MAX_FRAME)
+    return kevo_fail(err, KEVO_E_NOMEM, "a message of %zu bytes to the strategy is over the cap",
+                     len);
+  int rc = kevo_frame_send_text(p->to_fd, text, len, timeout_ms, err);
+  if (rc == KEVO_E_TIMEOUT)
+    kevo_fail(err, rc, "the strategy process did not read its reply within %d ms", timeout_ms);
+  return rc;
+}
+
+/* Reads what the process wrote on stderr, keeping the newest bytes when over the cap. */
+static void drain_stderr(kevo_stratproc *p) {
+  char chunk[4096];
+  for (;;) {
+    ssize_t r = read(p->err_fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) close_fd(&p->err_fd);
+      return;
+    }
+    size_t n = (size_t)r;
+    if (p->errlen + n > sizeof p->err) {
+      size_t drop = p->errlen + n - sizeof p->err;
+      if (drop > p->errlen) drop = p->errlen;
+      memmove(p->err, p->err + drop, p->errlen - drop);
+      p->errlen -= drop;
+      p->errdropped += drop;
+    }
+    if (n > sizeof p->err) {
+      p->errdropped += n - sizeof p->err;
+      n = sizeof p->err;
+    }
+    memcpy(p->err + p->errlen, chunk + (size_t)r - n, n);
+    p->errlen += n;
+  }
+}
+
+int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout_ms,
+                        kevo_error *err) {
+  *text = NULL;
+  *len = 0;
+  if (p->from_fd < 0) return kevo_fail(err, KEVO_E_IO, "the strategy process has ended");
+  long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  for (;;) {
+    struct pollfd pf[2] = {{.fd = p->from_fd, .events = POLLIN},
+                           {.fd = p->err_fd, .events = POLLIN}};
+    long long left = deadline < 0 ? 1000 : deadline - now_ms();
+    if (left < 0) left = 0;
+    int pr = poll(pf, p->err_fd >= 0 ? 2 : 1, (int)(left > 1000 ? 1000 : left));
+    if (pr < 0 && errno != EINTR) return kevo_fail(err, KEVO_E_IO, "poll: %s", strerror(errno));
+    if (pr > 0 && p->err_fd >= 0 && pf[1].revents) drain_stderr(p);
+    if (pr > 0 && pf[0].revents) {
+      int rc = kevo_frame_read_text(p->from_fd, text, len, KEVO_STRATPROC_MAX_FRAME,
+                                    FRAME_COMPLETE_MS, err);
+      if (rc == KEVO_E_IO) {
+        if (p->err_fd >= 0) drain_stderr(p);
+        kevo_fail(err, rc, "the strategy process closed its pipe (it ended)");
+      } else if (rc == KEVO_E_TIMEOUT) {
+        kevo_fail(err, KEVO_E_PARSE, "the strategy process began a message and did not finish it");
+      }
+      return rc;
+    }
+    if (deadline >= 0 && now_ms() >= deadline)
+      return kevo_fail(err, KEVO_E_TIMEOUT, "no message from the strategy process in time");
+  }
+}
+
+size_t kevo_stratproc_take_stderr(kevo_stratproc *p, char *out, size_t cap, size_t *dropped) {
+  if (p->err_fd >= 0) drain_stderr(p);
+  size_t n = p->errlen < cap ? p->errlen : cap;
+  memcpy(out, p->err + (p->errlen - n), n); /* the newest bytes when out is smaller */
+  if (dropped) *dropped = p->errdropped + (p->errlen - n);
+  p->errlen = 0;
+  p->errdropped = 0;
+  return n;
+}
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGXCPU:
+    return "SIGXCPU: its CPU-time limit";
+  case SIGSEGV:
+    return "SIGSEGV";
+  case SIGABRT:
+    return "SIGABRT";
+  case SIGSYS:
+    return "SIGSYS: a system call seccomp forbids";
+  case SIGBUS:
+    return "SIGBUS";
+  default:
+    return "";
+  }
+}
+
+void kevo_stratproc_end(kevo_stratproc *p, int grace_ms, char *how, size_t how_len) {
+  close_fd(&p->to_fd); /* a process waiting for a reply reads EOF and ends */
+  if (p->pid > 0 && !p->reaped) {
+    long long deadline = now_ms() + (grace_ms > 0 ? grace_ms : 0);
+    int st = 0;
+    pid_t r;
+    while ((r = waitpid(p->pid, &st, WNOHANG)) == 0 && now_ms() < deadline) {
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      if (p->err_fd >= 0) drain_stderr(p);
+    }
+    if (r == 0) {
+      kill(p->pid, SIGKILL);
+      while ((r = waitpid(p->pid, &st, 0)) < 0 && errno == EINTR) {
+      }
+    }
+    p->reaped = 1;
+    p->wstatus = st;
+  }
+  if (p->err_fd >= 0) drain_stderr(p);
+  close_fd(&p->from_fd);
+  close_fd(&p->err_fd);
+  if (how && how_len) {
+    if (!p->reaped)
+      snprintf(how, how_len, "not started");
+    else if (WIFEXITED(p->wstatus))
+      snprintf(how, how_len, "exit %d", WEXITSTATUS(p->wstatus));
+    else if (WIFSIGNALED(p->wstatus)) {
+      const char *nm = signal_name(WTERMSIG(p->wstatus));
+      snprintf(how, how_len, "killed by signal %d%s%s", WTERMSIG(p->wstatus), *nm ? " " : "", nm);
+    } else
+      snprintf(how, how_len, "ended (status %d)", p->wstatus);
+  }
+}
