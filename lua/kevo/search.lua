@@ -30,7 +30,8 @@
 --   ctx:log(fmt, ...)     one line on stderr (above the progress line)
 --   ctx:knob_space(x)     the knob space of a seed, an entry or a candidate (ordered list)
 --   ctx:seed_candidates([n])  one candidate per seed at its default knobs (the first value of
---                         each); without seeds, n (2) the LLM writes from the task (ctx:propose)
+--                         each); without seeds, n (2) the LLM writes from the task (ctx:propose),
+--                         asked once more when no reply held a usable kernel
 --   ctx:neighbors(x, k)   up to k new candidates that change one knob of x (an entry or candidate)
 --   ctx:known(c)          true when candidate c was evaluated in this run already
 --   ctx:random_knobs(space)  a random point of a space
@@ -686,7 +687,12 @@ end
 -- One candidate per seed at its default knobs. A recipe without seeds (an imported problem)
 -- gets n (default 2) candidates the LLM writes from the task alone, or none without an LLM.
 function Ctx:seed_candidates(n)
-  if #self.seeds == 0 then return self:propose(nil, nil, n or 2) or {} end
+  if #self.seeds == 0 then
+    local out = self:propose(nil, nil, n or 2) or {}
+    -- no reply held a usable kernel: one more round, whose prompt says why (kevo.run's proposer)
+    if #out == 0 and self.llm then out = self:propose(nil, nil, n or 2) or {} end
+    return out
+  end
   local out = {}
   for i, s in ipairs(self.seeds) do
     out[i] = self:candidate(s, self:default_knobs(s.space, s), "seed")

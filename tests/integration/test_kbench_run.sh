@@ -101,5 +101,27 @@ print("%d request(s); the first carries the signature and the PyTorch forward" %
 PY
 if got=$(python3 "$tmp/req.py" "$tmp/requests.jsonl" "$sig" 2>&1); then ok "request: $got"; else bad "request: $got"; fi
 
+# a reply with no kernel in it: kevo asks once more, and that prompt says why and what an answer
+# must look like (tests/replies/22_no_code.md as the canned reply)
+kill "$srv_pid" 2>/dev/null
+python3 "$src/tests/integration/canned_llm_server.py" "$src/tests/replies/22_no_code.md" "$tmp/nocode.jsonl" >"$tmp/port2" &
+srv_pid=$!
+for _ in $(seq 50); do grep -q PORT "$tmp/port2" 2>/dev/null && break; sleep 0.1; done
+port=$(sed -n 's/^PORT //p' "$tmp/port2")
+KEVO_LLM_BASE_URL="http://127.0.0.1:$port/v1" "$kevo" run "$recipe" --llm openai:canned \
+  --max-evals 3 --strategy greedy >"$tmp/o2" 2>"$tmp/e2"
+cat >"$tmp/nocode.py" <<'PY'
+import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+user = [[m["content"] for m in r["messages"] if m["role"] == "user"][-1] for r in reqs]
+assert len(reqs) == 4, "%d requests, want 2 and 2 more after no reply held a kernel" % len(reqs)
+note = "An earlier answer could not be used: E_PARSE: no code block in the reply"
+assert not any(note in u for u in user[:2]), "the first prompts carry a note already"
+assert all(note in u and "one ```cuda block" in u for u in user[2:]), "the second round lacks the note"
+print("2 requests, then 2 that say why the replies were not used")
+PY
+if got=$(python3 "$tmp/nocode.py" "$tmp/nocode.jsonl" 2>&1); then ok "no kernel in the replies: $got"
+else bad "no kernel in the replies: $got"; sed 's/^/  | /' "$tmp/e2"; fi
+
 echo "$fails failure(s)"
 [ $fails -eq 0 ]
