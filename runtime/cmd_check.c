@@ -96,6 +96,32 @@ static void print_source(const kevo_recipe *r, const kevo_source *s, const char 
   printf(" = %.0f point%s\n", points, points == 1 ? "" : "s");
 }
 
+/* The domain held-out shapes are drawn from, and the stress trials. */
+static void print_domain(const kevo_recipe *r) {
+  int inferred = 0;
+  printf("  %-10s", "domain");
+  for (size_t k = 0; r->domain && k < r->nparams; k++) {
+    const kevo_domain *d = &r->domain[k];
+    printf("%s %s in [%lld, %lld]", k ? "," : "", r->params[k].name, (long long)d->min,
+           (long long)d->max);
+    if (d->multiple > 1) printf(" multiple of %lld", (long long)d->multiple);
+    if (d->inferred) printf("*"), inferred = 1;
+  }
+  if (!r->nparams) printf(" none (no params)");
+  printf("%s\n", inferred ? "  (* inferred from the shapes: declare `domain:` to widen it)" : "");
+  static const char *const kinds[] = {"normal", "uniform", "randint"};
+  for (size_t j = 0; j < r->nstress; j++) {
+    printf("  %-10s", j ? "" : "stress");
+    for (size_t i = 0; i < r->stress[j].n; i++) {
+      const kevo_stress_init *si = &r->stress[j].inits[i];
+      printf("%s %s %s", i ? "," : "", r->tensors[si->tensor].name, kinds[si->init.kind]);
+      if (si->init.a) printf("(%s, %s)", si->init.a, si->init.b);
+    }
+    printf("\n");
+  }
+  if (!r->nstress) printf("  %-10s none (declare `stress:` inits)\n", "stress");
+}
+
 static void print_summary(const kevo_recipe *r) {
   char a[64], b[64];
   printf("%s  %s\n", r->name, r->path);
@@ -104,6 +130,7 @@ static void print_summary(const kevo_recipe *r) {
   for (size_t s = 0; s < r->nshapes; s++)
     printf(" %s%s", r->shapes[s].label, s == 0 ? " (benchmark)" : "");
   printf("\n");
+  print_domain(r);
   for (size_t k = 0; k < r->ntensors; k++) {
     const kevo_tensor *t = &r->tensors[k];
     int64_t numel = 0;
@@ -230,8 +257,10 @@ const struct kevo_command kevo_cmd_check = {
     "checked without a GPU: the schema (unknown keys are errors), dtypes, that every shape,\n"
     "cost and init expression evaluates on every shape, that source files exist, that each\n"
     "launch chunk compiles as Lua, and that every value of every seed's knobs makes a launch\n"
-    "on every shape (no BLOCK=0). Prints the shapes, tensors (sizes and bytes at the benchmark\n"
-    "shape), tolerances, cost, reference and seeds with the size of their knob space.\n\n"
+    "on every shape (no BLOCK=0). Prints the shapes, the params' domain (declared, or inferred\n"
+    "from the shapes and marked *), the stress trials, tensors (sizes and bytes at the\n"
+    "benchmark shape), tolerances, cost, reference and seeds with the size of their knob\n"
+    "space.\n\n"
     "An error is printed as file:line:column: key.path: what is wrong.\n"
     "  -q, --quiet   print only errors\n\n"
     "exit: 0 all recipes are good, 2 one or more is not (or bad usage)\n"

@@ -683,12 +683,99 @@ static int load_sources(loader *ld, const yaml_node_t *top) {
   return KEVO_OK;
 }
 
+/* ---- domain and stress ---- */
+
+/* domain: {PARAM: {min:, max:, multiple:}}: the values each param may take. Every listed shape
+ * must lie in it; params it leaves out get the inferred domain (recipe_domain.c). */
+static int load_domain(loader *ld, const yaml_node_t *top) {
+  kevo_recipe *r = ld->r;
+  if (r->nparams && !(r->domain = calloc(r->nparams, sizeof *r->domain))) return nomem(ld);
+  kevo_recipe_infer_domain(r);
+  yaml_node_t *n = lookup(ld, top, "domain");
+  if (!n) return KEVO_OK;
+  int rc = expect_type(ld, n, "domain", YAML_MAPPING_NODE);
+  if (!rc) rc = check_keys(ld, n, "domain", NULL);
+  if (rc) return rc;
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = node(ld, p->key), *v = node(ld, p->value);
+    char kp[PATH_LEN], fp[PATH_LEN];
+    join_key(kp, "domain", scalar(k));
+    size_t at = 0;
+    while (at < r->nparams && strcmp(r->params[at].name, scalar(k)))
+      at++;
+    if (at == r->nparams) return FAIL(ld, k, kp, "unknown param '%s'", scalar(k));
+    if ((rc = expect_type(ld, v, kp, YAML_MAPPING_NODE))) return rc;
+    if ((rc = check_keys(ld, v, kp, (const char *const[]){"min", "max", "multiple", NULL})))
+      return rc;
+    kevo_domain d = {.min = 1, .max = r->params[at].value, .multiple = 1};
+    static const char *const names[] = {"min", "max", "multiple"};
+    int64_t *dst[] = {&d.min, &d.max, &d.multiple};
+    for (int j = 0; j < 3; j++) {
+      yaml_node_t *x = lookup(ld, v, names[j]);
+      join_key(fp, kp, names[j]);
+      if (x && (rc = get_int(ld, x, fp, dst[j]))) return rc;
+    }
+    if (d.min < 1) return FAIL(ld, v, kp, "min is %lld: params are at least 1", (long long)d.min);
+    if (d.max < d.min)
+      return FAIL(ld, v, kp, "max (%lld) is below min (%lld)", (long long)d.max, (long long)d.min);
+    if (d.multiple < 1 || d.multiple > d.max)
+      return FAIL(ld, v, kp, "multiple is %lld: must be in [1, max]", (long long)d.multiple);
+    for (size_t s = 0; s < r->nshapes; s++) {
+      int64_t x = r->shapes[s].params[at].value;
+      if (x < d.min || x > d.max || x % d.multiple)
+        return FAIL(ld, v, kp, "shape %s is outside the domain [%lld, %lld]%s%.0lld",
+                    r->shapes[s].label, (long long)d.min, (long long)d.max,
+                    d.multiple > 1 ? ", multiple of " : "",
+                    d.multiple > 1 ? (long long)d.multiple : 0LL);
+    }
+    r->domain[at] = d;
+  }
+  return KEVO_OK;
+}
+
+/* stress: [{INPUT: init, ...}, ...]: one trial each, with these inits for the inputs named. */
+static int load_stress(loader *ld, const yaml_node_t *top) {
+  kevo_recipe *r = ld->r;
+  yaml_node_t *n = lookup(ld, top, "stress");
+  if (!n) return KEVO_OK;
+  int rc = expect_type(ld, n, "stress", YAML_SEQUENCE_NODE);
+  if (rc) return rc;
+  size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+  if (count > 4) return FAIL(ld, n, "stress", "%zu trials: at most 4", count);
+  if (count && !(r->stress = calloc(count, sizeof *r->stress))) return nomem(ld);
+  for (size_t i = 0; i < count; i++) {
+    yaml_node_t *m = node(ld, n->data.sequence.items.start[i]);
+    char sp[PATH_LEN];
+    join_index(sp, "stress", i);
+    kevo_stress *st = &r->stress[r->nstress++];
+    if ((rc = expect_type(ld, m, sp, YAML_MAPPING_NODE))) return rc;
+    if ((rc = check_keys(ld, m, sp, NULL))) return rc;
+    size_t k = (size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    if (!(st->inits = calloc(k, sizeof *st->inits))) return nomem(ld);
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+      yaml_node_t *key = node(ld, p->key);
+      char kp[PATH_LEN];
+      join_key(kp, sp, scalar(key));
+      size_t t = 0;
+      while (t < r->ntensors && strcmp(r->tensors[t].name, scalar(key)))
+        t++;
+      if (t == r->ntensors || r->tensors[t].role != KEVO_ROLE_INPUT)
+        return FAIL(ld, key, kp, "'%s' is not an input", scalar(key));
+      kevo_tensor tmp = {.dtype = r->tensors[t].dtype};
+      rc = load_init(ld, node(ld, p->value), kp, &tmp);
+      st->inits[st->n++] = (kevo_stress_init){t, tmp.init};
+      if (rc) return rc;
+    }
+  }
+  return KEVO_OK;
+}
+
 /* ---- the whole recipe ---- */
 
 static int load_top(loader *ld, yaml_node_t *top) {
   static const char *const keys[] = {"kevo",   "name",    "summary",   "params", "shapes",
                                      "inputs", "outputs", "tolerance", "cost",   "reference",
-                                     "seeds",  "prompt",  NULL};
+                                     "seeds",  "prompt",  "domain",    "stress", NULL};
   kevo_recipe *r = ld->r;
   int rc = expect_type(ld, top, "recipe", YAML_MAPPING_NODE);
   if (!rc) rc = check_keys(ld, top, "", keys);
@@ -718,6 +805,7 @@ static int load_top(loader *ld, yaml_node_t *top) {
     return FAIL(ld, lookup(ld, top, "outputs"), "outputs", "at least one output");
   if ((rc = load_tolerance(ld, top))) return rc;
   if ((rc = load_cost(ld, top))) return rc;
+  if ((rc = load_domain(ld, top)) || (rc = load_stress(ld, top))) return rc;
   return load_sources(ld, top);
 }
 

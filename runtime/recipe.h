@@ -86,6 +86,24 @@ typedef struct kevo_source {
   kevo_knob *knobs; /* the seed's space: defines for CUDA, constexprs/num_warps for Triton */
 } kevo_source;
 
+/* The values a param may take (docs/recipes.md "Domain"): min <= v <= max, v % multiple == 0.
+ * Declared in the recipe's `domain:` or inferred from its shapes (`inferred` set). */
+typedef struct kevo_domain {
+  int64_t min, max, multiple;
+  int inferred;
+} kevo_domain;
+
+/* One stress trial: inits that replace the normal ones for the inputs it names. */
+typedef struct kevo_stress_init {
+  size_t tensor; /* index into recipe->tensors (an input) */
+  kevo_init init;
+} kevo_stress_init;
+
+typedef struct kevo_stress {
+  size_t n;
+  kevo_stress_init *inits;
+} kevo_stress;
+
 typedef struct kevo_recipe {
   char *path;  /* the YAML file as given */
   char *dir;   /* its directory: sources resolve against it */
@@ -105,7 +123,10 @@ typedef struct kevo_recipe {
   kevo_source reference;
   size_t nseeds;
   kevo_source *seeds;
-  char *prompt; /* hints for the model, or NULL */
+  char *prompt;        /* hints for the model, or NULL */
+  kevo_domain *domain; /* one per param (same order), declared or inferred; NULL without params */
+  size_t nstress;
+  kevo_stress *stress; /* the `stress:` trials, in file order */
 } kevo_recipe;
 
 /* Loads and checks a recipe. On failure *out is NULL and err names file:line:column and key:
@@ -138,6 +159,21 @@ int kevo_expr_eval_exact(const char *expr, const kevo_shape *shape, int64_t *iou
 
 /* Element count of tensor t at a shape (product of its dims). */
 int kevo_tensor_numel(const kevo_tensor *t, const kevo_shape *shape, int64_t *out, kevo_error *err);
+
+/* Fills r->domain (allocated, one per param) with the conservative domain its shapes imply:
+ * [smallest, largest value listed], multiple = the gcd of the values listed (1 when they share
+ * no factor). Called by the loader before a declared `domain:` overrides it. */
+void kevo_recipe_infer_domain(kevo_recipe *r);
+
+/* Draws a shape from the recipe's domain with the generator state *rng (splitmix64), for the
+ * held-out shapes of an evaluation: each param log-uniform in its range, a multiple of its
+ * `multiple`, odd where the multiple is 1 (so no power-of-two tile divides it), redrawn until
+ * every tensor has at least one element, every init is valid and the shape moves at most
+ * max_bytes over all tensors (halving the largest param as a last resort). out->params and
+ * out->label are malloc'ed (kevo_shape_free). KEVO_E_RECIPE when no valid shape is found. */
+int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, kevo_shape *out,
+                           kevo_error *err);
+void kevo_shape_free(kevo_shape *s);
 
 /* Resolves a recipe argument to a file path in out. A path (it has a '/', ends in .yaml/.yml, or
  * names an existing file) is taken as it is; a bare name like "softmax" is looked up as

@@ -83,6 +83,15 @@ void kevo_recipe_free(kevo_recipe *r) {
     source_free(&r->seeds[k]);
   free(r->seeds);
   free(r->prompt);
+  free(r->domain);
+  for (size_t k = 0; k < r->nstress; k++) {
+    for (size_t j = 0; j < r->stress[k].n; j++) {
+      free(r->stress[k].inits[j].init.a);
+      free(r->stress[k].inits[j].init.b);
+    }
+    free(r->stress[k].inits);
+  }
+  free(r->stress);
   free(r);
 }
 

@@ -124,9 +124,56 @@ static const struct bad bads[] = {
      "bad_output_init.yaml:12:34: outputs.y.init: outputs have no init"},
     {"bad_dup_key.yaml", KEVO_E_RECIPE,
      "bad_dup_key.yaml:27:1: summary: duplicate key (first at line 3)"},
+    {"bad_domain.yaml", KEVO_E_RECIPE,
+     "bad_domain.yaml:29:6: domain.N: shape M=64,N=1 is outside the domain [2, 4096]"},
+    {"bad_stress.yaml", KEVO_E_RECIPE, "bad_stress.yaml:29:6: stress[0].y: 'y' is not an input"},
     {"bad_knob_empty.yaml", KEVO_E_RECIPE,
      "bad_knob_empty.yaml:26:20: seeds[0].space.BLOCK: an empty list of values"},
 };
+
+/* The declared domain wins, the rest is inferred from the shapes; held-out shapes drawn from
+ * it stay inside it, are odd where no multiple is asked, and are new. */
+static void test_domain(void) {
+  kevo_recipe *r = NULL;
+  kevo_error err = {0};
+  CHECK(kevo_recipe_load(fixture("good.yaml"), &r, &err) == KEVO_OK);
+  if (!r) return;
+  CHECK(r->domain[0].inferred && r->domain[0].min == 3 && r->domain[0].max == 64);
+  CHECK(r->domain[0].multiple == 1);
+  CHECK(!r->domain[1].inferred && r->domain[1].min == 1 && r->domain[1].max == 4096);
+  CHECK(r->nstress == 1 && r->stress[0].n == 1 && r->stress[0].inits[0].tensor == 0);
+  CHECK(r->stress[0].inits[0].init.kind == KEVO_INIT_UNIFORM);
+  uint64_t rng = 42;
+  int odd = 0, distinct = 0;
+  for (int i = 0; i < 50; i++) {
+    kevo_shape sh;
+    CHECK(kevo_recipe_draw_shape(r, &rng, 4096.0 * 16, &sh, &err) == KEVO_OK);
+    int64_t m = sh.params[0].value, n = sh.params[1].value;
+    CHECK(m >= 3 && m <= 64 && n >= 1 && n <= 4096);
+    CHECK(4 * (2 * m * n + m) <= 4096 * 16 + 4 * m * n); /* x, idx and y within the budget */
+    odd += m % 2 == 1 && n % 2 == 1;
+    distinct += strcmp(sh.label, r->shapes[0].label) != 0;
+    char want[64];
+    snprintf(want, sizeof want, "M=%lld,N=%lld", (long long)m, (long long)n);
+    CHECK(!strcmp(sh.label, want));
+    kevo_shape_free(&sh);
+  }
+  CHECK(odd == 50 && distinct == 50);
+  kevo_recipe_free(r);
+  /* every shipped recipe can draw held-out shapes */
+  static const char *const names[] = {"softmax", "matmul_bf16", "cross_entropy", "vector_add"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/recipes/%s.yaml", src, names[k]);
+    CHECK(kevo_recipe_load(path, &r, &err) == KEVO_OK);
+    if (!r) continue;
+    CHECK(!r->domain[0].inferred && r->nstress >= 1);
+    kevo_shape sh;
+    CHECK(kevo_recipe_draw_shape(r, &rng, 64.0 * (1 << 20), &sh, &err) == KEVO_OK);
+    kevo_shape_free(&sh);
+    kevo_recipe_free(r);
+  }
+}
 
 static void test_bad(void) {
   for (size_t k = 0; k < sizeof bads / sizeof bads[0]; k++) {
@@ -205,6 +252,7 @@ int main(void) {
   }
   snprintf(src, sizeof src, "%s", s);
   test_good();
+  test_domain();
   test_bad();
   test_find();
   test_each();
