@@ -154,7 +154,7 @@ static int eval_main(int argc, char **argv) {
   int json = 0;
   kevo_define sets[MAX_SETS];
   size_t nsets = 0;
-  eval_config cfg = {.bench = 1, .seed = 1, .trials = 5, .deadline_s = 120};
+  eval_config cfg = {.bench = 1, .seed = 0, .trials = 5, .deadline_s = 120};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -297,7 +297,8 @@ const struct kevo_command kevo_cmd_eval = {
     "  --set KNOB=VALUE   a knob: a -D define for the compiler, a name in the launch chunk\n"
     "  --arch sm_90       target architecture (default: $KEVO_ARCH or sm_90)\n"
     "  --no-bench         verify only, do not time\n"
-    "  --seed N           seed of the trial inputs (default 1)\n"
+    "  --seed N           fix the trial inputs to this seed, to reproduce a failure (default:\n"
+    "                     a secret seed per evaluation; held-out shapes are always fresh)\n"
     "  --trials N         trials per shape, at least 5 (default 5)\n"
     "  --deadline S       seconds the worker has to answer (default 120); past it the\n"
     "                     kernel is judged `timeout`\n"

@@ -6,9 +6,54 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 enum { MIN_TRIALS = 5 };
+/* A held-out shape moves at most this much over all its tensors: it must find bugs, not cost
+ * the loop its speed (docs/worker.md "Held-out shapes"). */
+#define HELD_OUT_BYTES (64.0 * 1024 * 1024)
+
+uint64_t eval_secret64(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) { /* never on Linux >= 3.17 */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
+  }
+  return x;
+}
+
+void eval_shapes_make(const kevo_recipe *r, int held, eval_shapes *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < r->nshapes && i < 64; i++)
+    out->s[out->n++] = r->shapes[i]; /* borrowed */
+  uint64_t rng = eval_secret64();
+  for (int tries = 0; held && out->nheld < EVAL_HELD_OUT && tries < 8 * EVAL_HELD_OUT; tries++) {
+    kevo_shape sh;
+    if (kevo_recipe_draw_shape(r, &rng, HELD_OUT_BYTES, &sh, NULL)) break;
+    int dup = 0;
+    for (size_t j = 0; j < out->n && !dup; j++)
+      dup = !strcmp(out->s[j].label, sh.label);
+    if (dup) {
+      kevo_shape_free(&sh);
+      continue;
+    }
+    out->s[out->n++] = sh;
+    out->nheld++;
+  }
+}
+
+void eval_shapes_free(eval_shapes *sh) {
+  for (size_t i = sh->n - sh->nheld; i < sh->n; i++)
+    kevo_shape_free(&sh->s[i]);
+  sh->n -= sh->nheld;
+  sh->nheld = 0;
+}
+
+static void add_init(cJSON *o, const char *name, const kevo_init *in, const kevo_shape *sh);
 
 static double expr_at(const char *expr, const kevo_shape *sh, double def) {
   double v;
@@ -19,8 +64,8 @@ static double expr_at(const char *expr, const kevo_shape *sh, double def) {
 
 /* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
  * bench, cost. */
-int eval_build_request(const kevo_recipe *r, const eval_config *cfg, cJSON *req, int ncand,
-                       kevo_error *err) {
+int eval_build_request(const kevo_recipe *r, const eval_shapes *shs, const eval_config *cfg,
+                       uint64_t seed, cJSON *req, int ncand, kevo_error *err) {
   cJSON_AddStringToObject(req, "op", "evaluate");
   cJSON *mods = cJSON_AddArrayToObject(req, "modules");
   for (int i = 0; i <= ncand; i++) { /* the candidate's modules, then the reference */
@@ -49,11 +94,20 @@ int eval_build_request(const kevo_recipe *r, const eval_config *cfg, cJSON *req,
     cJSON_AddItemToArray(tensors, tj);
   }
   cJSON *shapes = cJSON_AddArrayToObject(req, "shapes");
-  for (size_t s = 0; s < r->nshapes; s++) {
-    const kevo_shape *sh = &r->shapes[s];
+  for (size_t s = 0; s < shs->n; s++) {
+    const kevo_shape *sh = &shs->s[s];
     cJSON *sj = cJSON_CreateObject();
     cJSON_AddItemToArray(shapes, sj);
     cJSON_AddStringToObject(sj, "label", sh->label);
+    if (s >= shs->n - shs->nheld) cJSON_AddBoolToObject(sj, "held_out", 1);
+    cJSON *stress = r->nstress ? cJSON_AddArrayToObject(sj, "stress") : NULL;
+    for (size_t j = 0; j < r->nstress; j++) {
+      cJSON *one = cJSON_CreateObject();
+      cJSON_AddItemToArray(stress, one);
+      for (size_t i = 0; i < r->stress[j].n; i++)
+        add_init(one, r->tensors[r->stress[j].inits[i].tensor].name, &r->stress[j].inits[i].init,
+                 sh);
+    }
     cJSON *params = cJSON_AddObjectToObject(sj, "params");
     for (size_t i = 0; i < sh->nparams; i++)
       cJSON_AddNumberToObject(params, sh->params[i].name, (double)sh->params[i].value);
@@ -72,17 +126,12 @@ int eval_build_request(const kevo_recipe *r, const eval_config *cfg, cJSON *req,
       cJSON *d = cJSON_AddArrayToObject(dims, tn->name);
       for (size_t k = 0; k < tn->rank; k++)
         cJSON_AddItemToArray(d, cJSON_CreateNumber(expr_at(tn->dims[k], sh, 0)));
-      if (tn->role == KEVO_ROLE_INPUT) {
-        cJSON *in = cJSON_AddObjectToObject(init, tn->name);
-        cJSON_AddStringToObject(in, "kind", init_kinds[tn->init.kind]);
-        cJSON_AddNumberToObject(in, "a", expr_at(tn->init.a, sh, init_def[tn->init.kind][0]));
-        cJSON_AddNumberToObject(in, "b", expr_at(tn->init.b, sh, init_def[tn->init.kind][1]));
-      }
+      if (tn->role == KEVO_ROLE_INPUT) add_init(init, tn->name, &tn->init, sh);
     }
   }
   cJSON *verify = cJSON_AddObjectToObject(req, "verify");
   cJSON_AddNumberToObject(verify, "trials", cfg->trials < MIN_TRIALS ? MIN_TRIALS : cfg->trials);
-  cJSON_AddNumberToObject(verify, "seed", (double)(cfg->seed & ((1ull << 53) - 1)));
+  if (seed) cJSON_AddNumberToObject(verify, "seed", (double)(seed & ((1ull << 53) - 1)));
   cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
   for (size_t t = 0; t < r->ntensors; t++) {
     kevo_tolerance tl = kevo_recipe_tolerance(r, r->tensors[t].dtype);
@@ -107,6 +156,16 @@ int eval_build_request(const kevo_recipe *r, const eval_config *cfg, cJSON *req,
   cJSON_AddNumberToObject(cost, "bytes", expr_at(r->cost_bytes, &r->shapes[0], 0));
   cJSON_AddNumberToObject(cost, "flops", expr_at(r->cost_flops, &r->shapes[0], 0));
   return KEVO_OK;
+}
+
+/* o[name] = {kind, a, b}: init `in` evaluated at shape sh. */
+static void add_init(cJSON *o, const char *name, const kevo_init *in, const kevo_shape *sh) {
+  static const char *const kinds[] = {"normal", "uniform", "randint"};
+  static const double dflt[][2] = {{0, 1}, {-1, 1}, {0, 100}};
+  cJSON *j = cJSON_AddObjectToObject(o, name);
+  cJSON_AddStringToObject(j, "kind", kinds[in->kind]);
+  cJSON_AddNumberToObject(j, "a", expr_at(in->a, sh, dflt[in->kind][0]));
+  cJSON_AddNumberToObject(j, "b", expr_at(in->b, sh, dflt[in->kind][1]));
 }
 
 void eval_device_of(const cJSON *dev, launch_device *out) {

@@ -39,6 +39,7 @@ struct evaluator {
   torchref *torch;
   char torch_key[80];
   cJSON *torch_base;
+  uint64_t session_seed; /* secret (getrandom): the external reference's inputs */
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -53,7 +54,8 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
     return rc;
   }
   ev->recipe = recipe;
-  ev->cfg = cfg ? *cfg : (eval_config){.bench = 1, .seed = 1};
+  ev->cfg = cfg ? *cfg : (eval_config){.bench = 1, .seed = 0};
+  ev->session_seed = eval_secret64() | 1; /* never 0, which means "the worker draws one" */
   if (!cfg) ev->cfg.trials = MIN_TRIALS;
   kevo_buf_init(&ev->ref_src, 16 << 20);
   *out = ev;
@@ -217,17 +219,17 @@ typedef struct chunk {
 
 /* Every plan of one side (candidate or reference) for the first nshapes shapes into
  * shapes[i][key]. */
-static int resolve_plans(const kevo_recipe *r, size_t nshapes, const chunk *ch,
-                         const kevo_define *knobs, size_t nknobs, const launch_device *dev,
-                         int module, const cuda_module *mod, cJSON *shapes, const char *key,
-                         kevo_error *err) {
+static int resolve_plans(const kevo_recipe *r, const kevo_shape *shapes_at, size_t nshapes,
+                         const chunk *ch, const kevo_define *knobs, size_t nknobs,
+                         const launch_device *dev, int module, const cuda_module *mod,
+                         cJSON *shapes, const char *key, kevo_error *err) {
   const char *names[64];
   size_t nb = r->ntensors < 64 ? r->ntensors : 64;
   for (size_t i = 0; i < nb; i++)
     names[i] = r->tensors[i].name;
   launch_param params[64];
-  for (size_t s = 0; s < nshapes && s < r->nshapes; s++) {
-    const kevo_shape *sh = &r->shapes[s];
+  for (size_t s = 0; s < nshapes; s++) {
+    const kevo_shape *sh = &shapes_at[s];
     size_t np = sh->nparams < 64 ? sh->nparams : 64;
     for (size_t i = 0; i < np; i++)
       params[i] = (launch_param){sh->params[i].name, sh->params[i].value};
@@ -318,8 +320,8 @@ int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo
   if (!shapes) return kevo_fail(err, KEVO_E_NOMEM, "no memory for plans");
   eval_knobs ks;
   eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, r, &ks);
-  rc =
-      resolve_plans(r, r->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes, "plan", err);
+  rc = resolve_plans(r, r->shapes, r->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
+                     "plan", err);
   eval_knobs_free(&ks);
   if (rc) {
     cJSON_Delete(shapes);
@@ -347,8 +349,8 @@ static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSO
   cJSON_AddItemToArray(shapes, cJSON_CreateObject());
   eval_knobs ks;
   eval_knobs_fill("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
-  int rc = resolve_plans(ev->recipe, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
-                         "candidate", &b->perr);
+  int rc = resolve_plans(ev->recipe, ev->recipe->shapes, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
+                         NULL, shapes, "candidate", &b->perr);
   eval_knobs_free(&ks);
   if (rc == KEVO_E_NOGPU) {
     b->pverdict = "no_gpu";
@@ -462,6 +464,20 @@ static int compile_failed(evaluator *ev, cJSON *res, const eval_candidate *cand,
   return 0;
 }
 
+/* Records what the evaluation verified on beyond the recipe: the held-out shapes (drawn for
+ * this evaluation, never in a prompt) and whether the inputs' seed was secret. */
+static void record_shapes(cJSON *res, const eval_shapes *shs, uint64_t seed) {
+  cJSON *v = cJSON_GetObjectItem(res, "verify");
+  if (!cJSON_IsObject(v)) return;
+  cJSON *held = cJSON_AddArrayToObject(v, "held_out");
+  for (size_t i = shs->n - shs->nheld; i < shs->n; i++)
+    cJSON_AddItemToArray(held, cJSON_CreateString(shs->s[i].label));
+  if (seed)
+    cJSON_AddNumberToObject(v, "seed", (double)(seed & ((1ull << 53) - 1)));
+  else
+    cJSON_AddStringToObject(v, "seed", "secret");
+}
+
 /* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
  * of memory). */
 static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
@@ -476,6 +492,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
   kevo_error err = {0};
   cJSON *req = NULL;
   kevo_blob blobs[EVTRI_MAX_JOBS + 1];
+  eval_shapes shs = {0};
   int ncand = tri ? (int)b->tp.njobs : 1;
 
   if (compile_failed(ev, res, cand, b)) goto done;
@@ -505,7 +522,11 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
 
   req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", name);
-  if (eval_build_request(ev->recipe, &ev->cfg, req, ncand, &err)) {
+  /* secret inputs: the worker draws a seed per evaluation; an external reference's outputs
+   * are computed by another process, so its seed is the evaluator's own secret (drawn once) */
+  uint64_t seed = ev->cfg.seed ? ev->cfg.seed : ev->torch_key[0] ? ev->session_seed : 0;
+  eval_shapes_make(ev->recipe, !ev->torch_key[0], &shs);
+  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, req, ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }
@@ -517,7 +538,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
   eval_knobs ks;
   eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
-  int lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
+  int lrc = resolve_plans(ev->recipe, shs.s, shs.n, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
                           tri ? NULL : b->cm, shapes, "candidate", &err);
   eval_knobs_free(&ks);
   if (!lrc && tri) lrc = evtri_finish(&b->tp, shapes, dtype_of, ev->recipe, &err);
@@ -552,8 +573,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
   }
   eval_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
-  lrc = resolve_plans(ev->recipe, ev->recipe->nshapes, &rc_chunk, ks.d, ks.n, &ld, ncand,
-                      ev->ref_mod, shapes, "reference", &err);
+  lrc = resolve_plans(ev->recipe, shs.s, shs.n, &rc_chunk, ks.d, ks.n, &ld, ncand, ev->ref_mod,
+                      shapes, "reference", &err);
   eval_knobs_free(&ks);
   if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
@@ -575,9 +596,11 @@ judged:
   } else {
     eval_merge_reply(res, reply.header, dev);
     kevo_frame_free(&reply);
+    record_shapes(res, &shs, seed);
   }
 
 done:
+  eval_shapes_free(&shs);
   cJSON_Delete(req);
   char *fb = eval_feedback(res, cand->source, cand->len);
   cJSON_AddStringToObject(res, "feedback", fb ? fb : "");

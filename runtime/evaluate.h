@@ -35,7 +35,7 @@ typedef struct eval_candidate {
 typedef struct eval_config {
   const char *arch;  /* NULL: cuda_default_arch() */
   int bench;         /* time it after it verifies */
-  uint64_t seed;     /* inputs of the trials */
+  uint64_t seed;     /* inputs of the trials; 0: a secret seed per evaluation (getrandom) */
   int trials;        /* at least 5 (less is raised to 5) */
   double deadline_s; /* for the worker's answer; 0: 120 */
 } eval_config;
@@ -43,7 +43,7 @@ typedef struct eval_config {
 typedef struct evaluator evaluator;
 
 /* An evaluator for `recipe` (it takes ownership and frees it) with a worker client made from
- * wopts (NULL: defaults). cfg NULL: bench on, seed 1, 5 trials, 120 s. */
+ * wopts (NULL: defaults). cfg NULL: bench on, secret seed, 5 trials, 120 s. */
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err);
 void evaluator_free(evaluator *ev);

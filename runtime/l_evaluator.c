@@ -1,7 +1,7 @@
 /* kevo.evaluator: judging candidates from Lua.
  *   local evaluator = require "kevo.evaluator"
  *   local ev <close> = evaluator.new{recipe = "recipes/softmax.yaml", arch = "sm_90",
- *                                   worker = nil, deadline_s = 120, seed = 1, trials = 5,
+ *                                   worker = nil, deadline_s = 120, seed = 0 (secret), trials = 5,
  *                                   bench = true}
  *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
  *       recipe may also be a table or userdata with a `path` field (a loaded recipe).
@@ -52,7 +52,7 @@ static int ev_new(lua_State *L) {
   const char *path = lua_tostring(L, -1);
   eval_config cfg = {.arch = kevo_l_optstr(L, 1, "arch", NULL),
                      .bench = kevo_l_optbool(L, 1, "bench", 1),
-                     .seed = (uint64_t)kevo_l_optint(L, 1, "seed", 1),
+                     .seed = (uint64_t)kevo_l_optint(L, 1, "seed", 0),
                      .trials = (int)kevo_l_optint(L, 1, "trials", 5),
                      .deadline_s = kevo_l_optnum(L, 1, "deadline_s", 120)};
   if (cfg.trials < 5) return luaL_error(L, "evaluator.new: trials must be at least 5");
