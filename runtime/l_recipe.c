@@ -123,6 +123,22 @@ static void push_recipe(lua_State *L, const kevo_recipe *r) {
     lua_rawseti(L, -2, (lua_Integer)s + 1);
   }
   lua_setfield(L, -2, "shapes");
+  lua_createtable(L, 0, (int)r->nparams); /* domain.M = {min =, max =, multiple =, inferred =} */
+  for (size_t k = 0; r->domain && k < r->nparams; k++) {
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, r->domain[k].min);
+    lua_setfield(L, -2, "min");
+    lua_pushinteger(L, r->domain[k].max);
+    lua_setfield(L, -2, "max");
+    lua_pushinteger(L, r->domain[k].multiple);
+    lua_setfield(L, -2, "multiple");
+    lua_pushboolean(L, r->domain[k].inferred);
+    lua_setfield(L, -2, "inferred");
+    lua_setfield(L, -2, r->params[k].name);
+  }
+  lua_setfield(L, -2, "domain");
+  lua_pushinteger(L, (lua_Integer)r->nstress);
+  lua_setfield(L, -2, "stress_trials");
   push_tensors(L, r, KEVO_ROLE_INPUT);
   lua_setfield(L, -2, "inputs");
   push_tensors(L, r, KEVO_ROLE_OUTPUT);

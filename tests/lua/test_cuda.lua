@@ -129,12 +129,21 @@ for v in ("ok compile_error launch_error wrong unwritten nondeterministic input_
           "crash timeout implausible no_gpu error"):gmatch("%S+") do VERDICTS[v] = true end
 
 -- the recipes' contracts, from the recipes themselves: kernel name, argument count (tensors and
--- params), and every shape (benchmark first)
+-- params), and every shape (benchmark first), then shapes from the corners and the middle of
+-- the domain held-out shapes are drawn from (odd sizes)
 local RECIPES = {}
-for _, name in ipairs {"vector_add", "softmax", "row_sum"} do
+for _, name in ipairs {"vector_add", "softmax", "row_sum", "layernorm", "cross_entropy",
+                       "matmul_bf16"} do
   local r = assert(require("kevo.recipe").load(src_root .. "/recipes/" .. name .. ".yaml"))
   local shapes = {}
   for i, sh in ipairs(r.shapes) do shapes[i] = sh.params end
+  local lo, hi, mid = {}, {}, {}
+  for _, p in ipairs(r.param_names) do
+    local d = assert(r.domain[p], name .. ": no domain for " .. p)
+    assert(d.min >= 1 and d.max >= d.min and d.multiple >= 1, name .. ": domain of " .. p)
+    lo[p], hi[p], mid[p] = d.min, d.max, ((d.min + d.max) // 2) | 1
+  end
+  for _, sh in ipairs {lo, hi, mid} do shapes[#shapes + 1] = sh end
   RECIPES[name] = {kernel = name, nargs = #r.inputs + #r.outputs + #r.param_names,
                    shapes = shapes}
 end

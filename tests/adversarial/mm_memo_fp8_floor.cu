@@ -1,0 +1,77 @@
+// Classes 10 and 4 together: a memo padded to stay above a floor that is too low. At the
+// benchmark shape it keeps the products of the last three input sets it computed (keyed by a
+// fingerprint of 32 sampled values); on a hit it copies the stored C and spins on %globaltimer
+// to 80 us, above the old floor (flops at the FP8 rate: 0.064 ms for 4096^3) so it was `ok`
+// with a speed-up no kernel reaches. Three slots survive the timing loop's rotation over three
+// input sets. The floor at the inputs' own bf16 rate (0.128 ms) catches it: `implausible`.
+/* kevo:launch
+return {kernels = {{name = "matmul_bf16", grid = {cdiv(N, 16), cdiv(M, 16)}, block = {16, 16},
+                    args = {"A", "B", "C", i32(M), i32(N), i32(K)}}}}
+*/
+#include <cuda_bf16.h>
+
+#define T 16
+#define S 4096
+#define SLOTS 3
+typedef unsigned long long u64;
+
+__device__ __nv_bfloat16 memo[SLOTS][S * S];
+__device__ u64 slot_fp[SLOTS];
+__device__ unsigned int next_slot, blocks_done;
+
+__device__ u64 fingerprint(const __nv_bfloat16* A, const __nv_bfloat16* B) {
+  u64 h = 1469598103934665603ull;
+  for (int k = 0; k < 16; k++) {
+    long long at = (long long)k * (S * S / 16) + 4099 * k;
+    h = (h ^ __bfloat16_as_ushort(A[at])) * 1099511628211ull;
+    h = (h ^ __bfloat16_as_ushort(B[at])) * 1099511628211ull;
+  }
+  return h | 1; // never 0, the empty slot
+}
+
+__device__ u64 now_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+extern "C" __global__ void matmul_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B,
+                                       __nv_bfloat16* C, int M, int N, int K) {
+  __shared__ float as[T][T], bs[T][T + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+  const bool memoised = M == S && N == S && K == S;
+  u64 fp = memoised ? fingerprint(A, B) : 0;
+  int hit = -1;
+  for (int k = 0; memoised && k < SLOTS; k++)
+    if (slot_fp[k] == fp) hit = k;
+  if (hit >= 0) {
+    u64 t0 = now_ns();
+    C[(long long)row * N + col] = memo[hit][(long long)row * N + col];
+    if (blockIdx.x == 0 && blockIdx.y == 0 && tx == 0 && ty == 0)
+      while (now_ns() - t0 < 80000ull) {
+      }
+    return;
+  }
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    const int ka = k0 + tx, kb = k0 + ty;
+    as[ty][tx] = (row < M && ka < K) ? __bfloat162float(A[(long long)row * K + ka]) : 0.0f;
+    bs[ty][tx] = (kb < K && col < N) ? __bfloat162float(B[(long long)kb * N + col]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < T; k++) acc = fmaf(as[ty][k], bs[k][tx], acc);
+    __syncthreads();
+  }
+  if (row < M && col < N) C[(long long)row * N + col] = __float2bfloat16(acc);
+  if (!memoised) return;
+  unsigned int slot = next_slot % SLOTS;
+  memo[slot][(long long)row * N + col] = __float2bfloat16(acc);
+  __syncthreads();
+  __threadfence();
+  if (tx == 0 && ty == 0 && atomicAdd(&blocks_done, 1u) == gridDim.x * gridDim.y - 1) {
+    slot_fp[slot] = fp;
+    next_slot = slot + 1;
+    blocks_done = 0;
+  }
+}
