@@ -307,6 +307,7 @@ typedef struct job {
   char *log;
   unsigned char *cubin;
   size_t cubin_size;
+  unsigned artifacts;
 } job;
 
 static void job_free(job *j) {
@@ -365,6 +366,14 @@ static nvrtcResult run_nvrtc(job *j, int argc, char **argv) {
     if (rc == NVRTC_SUCCESS && !(j->cubin = malloc(n ? n : 1))) rc = NVRTC_ERROR_OUT_OF_MEMORY;
     if (rc == NVRTC_SUCCESS) rc = nvrtcGetCUBIN(prog, (char *)j->cubin);
     j->cubin_size = n;
+    size_t np = 0; /* the PTX too, to see what the code does (cuda_scan_ptx) */
+    char *ptx = NULL;
+    if (rc == NVRTC_SUCCESS && nvrtcGetPTXSize(prog, &np) == NVRTC_SUCCESS && np &&
+        (ptx = malloc(np)) && nvrtcGetPTX(prog, ptx) == NVRTC_SUCCESS) {
+      ptx[np - 1] = '\0';
+      j->artifacts = cuda_scan_ptx(ptx);
+    }
+    free(ptx);
   }
   nvrtcDestroyProgram(&prog);
   return rc;
@@ -577,6 +586,7 @@ static int compile_prepared(const prepared *p, cuda_module **out, kevo_error *er
     m->ok = 1;
     m->cubin = j->cubin;
     m->cubin_size = j->cubin_size;
+    m->artifacts = j->artifacts;
     j->cubin = NULL;
     break;
   case NVRTC_ERROR_COMPILATION:
@@ -692,4 +702,34 @@ void cuda_compile_many(const cuda_compile_opts *opts, size_t n, cuda_module **ou
   free(ps);
   free(first);
   free(todo);
+}
+
+/* ---- what the code does --------------------------------------------------------------------- */
+
+static const char *const artifact_text[CUDA_ART_COUNT] = {
+    "reads the global timer or a clock register (%globaltimer, %clock, %clock64)",
+    "sleeps (nanosleep)",
+    "allocates device memory from a kernel (malloc/free)",
+    "launches kernels from the device",
+    "sets L2 cache priorities or hints (createpolicy, evict_last, applypriority, discard)",
+};
+
+const char *cuda_artifact_text(int i) {
+  return i >= 0 && i < CUDA_ART_COUNT ? artifact_text[i] : "?";
+}
+
+unsigned cuda_scan_ptx(const char *ptx) {
+  static const struct {
+    const char *needle;
+    unsigned bit;
+  } marks[] = {{"%globaltimer", CUDA_ART_TIMER},      {"%clock", CUDA_ART_TIMER},
+               {"nanosleep", CUDA_ART_SLEEP},         {"malloc", CUDA_ART_MALLOC},
+               {"cudaLaunchDevice", CUDA_ART_LAUNCH}, {"cudaGetParameterBuffer", CUDA_ART_LAUNCH},
+               {"createpolicy", CUDA_ART_L2POLICY},   {"evict_last", CUDA_ART_L2POLICY},
+               {"applypriority", CUDA_ART_L2POLICY},  {"discard.global", CUDA_ART_L2POLICY},
+               {"L2::cache_hint", CUDA_ART_L2POLICY}};
+  unsigned bits = 0;
+  for (size_t k = 0; ptx && k < sizeof marks / sizeof marks[0]; k++)
+    if (strstr(ptx, marks[k].needle)) bits |= marks[k].bit;
+  return bits;
 }

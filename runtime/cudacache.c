@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { MEM_ENTRIES = 256, CACHE_VERSION = 1 };
+enum { MEM_ENTRIES = 256, CACHE_VERSION = 2 }; /* 2: artifacts */
 #define MAX_ENTRY_BYTES ((size_t)64 << 20)
 
 typedef struct mem_entry {
@@ -185,6 +185,7 @@ static char *entry_json(const cuda_module *m) {
   cJSON_AddBoolToObject(o, "ok", m->ok);
   cJSON_AddStringToObject(o, "arch", m->arch);
   cJSON_AddNumberToObject(o, "cubin_size", (double)(m->cubin ? m->cubin_size : 0));
+  cJSON_AddNumberToObject(o, "artifacts", m->artifacts);
   cJSON_AddStringToObject(o, "cubin_sha256", sum);
   cJSON_AddStringToObject(o, "log", m->log ? m->log : "");
   cJSON *ds = cJSON_AddArrayToObject(o, "diagnostics");
@@ -253,6 +254,8 @@ static int entry_load(const cJSON *o, const char *hash, const char *base, cuda_m
     return -1;
   ok = cJSON_IsTrue(okv);
   m->ok = ok;
+  const cJSON *art = cJSON_GetObjectItemCaseSensitive(o, "artifacts");
+  m->artifacts = cJSON_IsNumber(art) ? (unsigned)art->valuedouble : 0;
   snprintf(m->hash, sizeof m->hash, "%s", hash);
   snprintf(m->arch, sizeof m->arch, "%s", arch);
   if (!(m->log = strdup(log))) return -1;

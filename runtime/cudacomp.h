@@ -75,6 +75,21 @@ typedef struct cuda_kernel_info {
   int spill_stores, spill_loads; /* bytes */
 } cuda_kernel_info;
 
+/* What the compiled code does that a fair timing must know about (found in its PTX, which
+ * NVRTC gives beside the cubin): docs/worker.md "Threat model", class 11. */
+enum {
+  CUDA_ART_TIMER = 1u << 0,    /* reads %globaltimer or a clock register */
+  CUDA_ART_SLEEP = 1u << 1,    /* nanosleep */
+  CUDA_ART_MALLOC = 1u << 2,   /* device-side malloc/free */
+  CUDA_ART_LAUNCH = 1u << 3,   /* device-side kernel launch */
+  CUDA_ART_L2POLICY = 1u << 4, /* L2 eviction priorities, cache hints, discards */
+  CUDA_ART_COUNT = 5
+};
+/* "reads the global timer or a clock register", ... for bit 1 << i. */
+const char *cuda_artifact_text(int i);
+/* The CUDA_ART_* bits of a PTX text. */
+unsigned cuda_scan_ptx(const char *ptx);
+
 typedef struct cuda_module {
   int ok;               /* compiled */
   char hash[65];        /* content hash of (source, defines, arch, options, NVRTC version) */
@@ -85,8 +100,9 @@ typedef struct cuda_module {
   cuda_diag *diags;
   size_t nkernels;
   cuda_kernel_info *kernels;
-  double compile_ms; /* wall time of this call (near 0 on a cache hit) */
-  int cached;        /* 1 memory cache, 2 disk cache */
+  double compile_ms;  /* wall time of this call (near 0 on a cache hit) */
+  int cached;         /* 1 memory cache, 2 disk cache */
+  unsigned artifacts; /* CUDA_ART_* bits found in its PTX */
   char arch[16];
 } cuda_module;
 

@@ -213,6 +213,12 @@ char *eval_feedback(const cJSON *res, const char *src, size_t len) {
     kevo_buf_printf(&b, "%s: %s\n", verdict, msg);
   }
   if (strcmp(verdict, "compile_error") != 0) resource_feedback(&b, res);
+  const cJSON *w; /* artifact warnings (docs/worker.md "Threat model", class 11) */
+  cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(res, "warnings")) if (cJSON_IsString(w))
+      kevo_buf_printf(&b,
+                      "Warning: %s. Keep timers, sleeps and cache policies out of kernels "
+                      "meant to be fast.\n",
+                      w->valuestring);
   if (b.len == 0) kevo_buf_puts(&b, msg);
   return kevo_buf_steal(&b, NULL);
 }

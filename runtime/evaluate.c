@@ -147,6 +147,10 @@ static cJSON *compile_json(const cuda_module *m, const char *arch) {
       cJSON_AddStringToObject(c, "log", m->log);
     }
   }
+  cJSON *warn = cJSON_AddArrayToObject(c, "warnings"); /* class 11: docs/worker.md */
+  for (int i = 0; i < CUDA_ART_COUNT; i++)
+    if (m->artifacts & (1u << i))
+      cJSON_AddItemToArray(warn, cJSON_CreateString(cuda_artifact_text(i)));
   for (size_t i = 0; i < m->nkernels; i++) {
     const cuda_kernel_info *k = &m->kernels[i];
     cJSON *kj = cJSON_CreateObject();
@@ -464,6 +468,21 @@ static int compile_failed(evaluator *ev, cJSON *res, const eval_candidate *cand,
   return 0;
 }
 
+/* The result's "warnings": what the compiled code does that the timing must not trust blindly
+ * (compile.warnings), and a reference slowed between the candidate's repetitions. */
+static void add_warnings(cJSON *res) {
+  cJSON *w = cJSON_CreateArray(), *it;
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetObjectItem(res, "compile"), "warnings")) {
+    char text[300];
+    snprintf(text, sizeof text, "the kernel %s", cJSON_GetStringValue(it));
+    cJSON_AddItemToArray(w, cJSON_CreateString(text));
+  }
+  const char *drift =
+      cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "bench"), "ref_drift"));
+  if (drift) cJSON_AddItemToArray(w, cJSON_CreateString(drift));
+  cJSON_AddItemToObject(res, "warnings", w);
+}
+
 /* Records what the evaluation verified on beyond the recipe: the held-out shapes (drawn for
  * this evaluation, never in a prompt) and whether the inputs' seed was secret. */
 static void record_shapes(cJSON *res, const eval_shapes *shs, uint64_t seed) {
@@ -600,6 +619,7 @@ judged:
   }
 
 done:
+  add_warnings(res);
   eval_shapes_free(&shs);
   cJSON_Delete(req);
   char *fb = eval_feedback(res, cand->source, cand->len);

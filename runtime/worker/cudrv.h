@@ -30,6 +30,7 @@
   X(cuCtxSetLimit)                                                                                 \
   X(cuCtxGetLimit)                                                                                 \
   X(cuCtxSynchronize)                                                                              \
+  X(cuCtxResetPersistingL2Cache)                                                                   \
   X(cuModuleLoadData)                                                                              \
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \

@@ -80,6 +80,42 @@ static const char devk_source[] =
     "    bad += p[k] != (u8)(pat >> (8 * (k & 7)));\n"
     "  if (bad) atomicAdd(out, bad);\n"
     "}\n"
+    /* a keyed, non-linear digest: word i's hash depends on its value, its index and the key,
+     * so without the key no value can be chosen to make two buffers agree */
+    "extern \"C\" __global__ void kv_digest(const u64 *p, u64 n, u64 key, u64 *out) {\n"
+    "  u64 acc = 0, stride = (u64)gridDim.x * blockDim.x, k2 = mix64(key);\n"
+    "  for (u64 base = blockIdx.x * (u64)blockDim.x; base < n; base += stride) {\n"
+    "    u64 i = base + threadIdx.x;\n"
+    "    if (i < n) acc += mix64((p[i] ^ k2) + mix64(i ^ key));\n"
+    "  }\n"
+    "  acc = warp_sum(acc); if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
+    "}\n"
+    /* L2 reset: claim every line with our own loads at evict_last priority (lines a kernel
+     * pinned with an evict_last policy are then the oldest of their priority and go first),
+     * then demote ours to evict_normal: the L2 ends up holding nothing but our plain lines */
+    "extern \"C\" __global__ void kv_l2_claim(const u64 *p, u64 n, u64 *sink) {\n"
+    "  u64 acc = 0;\n"
+    "  for (u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) * 16; i < n;\n"
+    "       i += (u64)gridDim.x * blockDim.x * 16) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "    u64 pol, v; asm volatile(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" : "
+    "\"=l\"(pol));\n"
+    "    asm volatile(\"ld.global.L2::cache_hint.u64 %0, [%1], %2;\" : \"=l\"(v) : \"l\"(p + i), "
+    "\"l\"(pol));\n"
+    "    acc += v;\n"
+    "#else\n"
+    "    acc += p[i];\n"
+    "#endif\n"
+    "  }\n"
+    "  if (acc == 0x5eed5eed5eed5eedull) *sink = acc;\n"
+    "}\n"
+    "extern \"C\" __global__ void kv_l2_release(const u64 *p, u64 n) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  for (u64 i = (blockIdx.x * (u64)blockDim.x + threadIdx.x) * 16; i < n;\n"
+    "       i += (u64)gridDim.x * blockDim.x * 16)\n"
+    "    asm volatile(\"applypriority.global.L2::evict_normal [%0], 128;\" :: \"l\"(p + i));\n"
+    "#endif\n"
+    "}\n"
     "struct stats { u64 mismatches, nans, unwritten, nondet, first_unwritten, first_nondet;\n"
     "               u32 worst_key, pad; u64 worst_index; };\n"
     "__device__ u64 bits_at(const void *p, u64 i, int dt) {\n"
@@ -196,9 +232,15 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   struct {
     CUfunction *f;
     const char *name;
-  } fns[] = {{&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},
-             {&k->checksum, "kv_checksum"}, {&k->compare, "kv_compare"},
-             {&k->locate, "kv_locate"},     {&k->guard, "kv_guard"}};
+  } fns[] = {{&k->fill, "kv_fill"},
+             {&k->pattern, "kv_pattern"},
+             {&k->checksum, "kv_checksum"},
+             {&k->compare, "kv_compare"},
+             {&k->locate, "kv_locate"},
+             {&k->guard, "kv_guard"},
+             {&k->digest, "kv_digest"},
+             {&k->l2_claim, "kv_l2_claim"},
+             {&k->l2_release, "kv_l2_release"}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     r = d->cuModuleGetFunction(fns[i].f, k->mod, fns[i].name);
     if (r != CUDA_SUCCESS) {
@@ -243,6 +285,21 @@ CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p,
   uint64_t n = nbytes / 8;
   void *args[] = {&p, &n, &out};
   return launch(d, k->checksum, s, n, args);
+}
+
+CUresult devk_digest(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                     uint64_t key, CUdeviceptr out) {
+  uint64_t n = nbytes / 8;
+  void *args[] = {&p, &n, &key, &out};
+  return launch(d, k->digest, s, n, args);
+}
+
+CUresult devk_l2_reset(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                       CUdeviceptr sink) {
+  uint64_t n = nbytes / 8;
+  void *a1[] = {&p, &n, &sink}, *a2[] = {&p, &n};
+  CUresult r = launch(d, k->l2_claim, s, n / 16, a1);
+  return r ? r : launch(d, k->l2_release, s, n / 16, a2);
 }
 
 CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t start,

@@ -16,7 +16,7 @@ enum { DK_NORMAL, DK_UNIFORM, DK_RANDINT };
 
 typedef struct devk {
   CUmodule mod;
-  CUfunction fill, pattern, checksum, compare, locate, guard;
+  CUfunction fill, pattern, checksum, compare, locate, guard, digest, l2_claim, l2_release;
 } devk;
 
 /* What kv_compare finds, read back to the host. Counts are over the elements compared. */
@@ -45,6 +45,16 @@ CUresult devk_pattern(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, 
 CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
                        CUdeviceptr out);
 
+/* Adds to *(u64 *)out a keyed, non-linear digest of nbytes (a multiple of 8): without the key,
+ * no content can be chosen to match another's digest. The key is a kernel argument, so it
+ * reaches the device only when this is launched (after the candidate's launch finished). */
+CUresult devk_digest(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                     uint64_t key, CUdeviceptr out);
+/* Resets the L2 with the buffer p (at least twice the L2): loads every line of it at evict_last
+ * priority, so lines another kernel pinned with an evict_last policy are evicted, then demotes
+ * them to evict_normal. sink: 8 bytes of device memory the loads may write. */
+CUresult devk_l2_reset(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
+                       CUdeviceptr sink);
 /* Adds to *(u64 *)out the number of bytes of p in [start, end) that differ from the pattern
  * devk_pattern wrote there (byte k holds byte k % 8 of the little-endian pattern). */
 CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t start,

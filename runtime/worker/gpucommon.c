@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 const uint64_t wk_poison_a[DK_COUNT] = {
@@ -16,6 +17,22 @@ const uint64_t wk_poison_b[DK_COUNT] = {
     [DK_BF16] = 0x7FEA7FEA7FEA7FEAull, [DK_F64] = 0x7FF8BEEF5A5A5A5Aull,
     [DK_I32] = 0xA5A55A5AA5A55A5Aull,  [DK_I64] = 0xA5A55A5AA5A55A5Aull,
     [DK_U8] = 0x5A5A5A5A5A5A5A5Aull};
+
+const uint64_t wk_pad_nan[DK_COUNT] = {
+    [DK_F32] = 0x7FC7FFFF7FC7FFFFull,  [DK_F16] = 0x7E7F7E7F7E7F7E7Full,
+    [DK_BF16] = 0x7FC77FC77FC77FC7ull, [DK_F64] = 0x7FF8DEADDEADDEADull,
+    [DK_I32] = 0x7F7F7F7F7F7F7F7Full,  [DK_I64] = 0x7F7F7F7F7F7F7F7Full,
+    [DK_U8] = 0xFFFFFFFFFFFFFFFFull};
+
+uint64_t wk_secret64(void) {
+  uint64_t x = 0;
+  if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) { /* not on Linux >= 3.17 */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    x = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_sec;
+  }
+  return x;
+}
 
 static const struct {
   const char *name;

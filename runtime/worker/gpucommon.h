@@ -17,6 +17,11 @@ typedef struct kevo_gpu kevo_gpu;
 /* Poison patterns, replicated over 8 bytes; per element size the low bytes are taken, so every
  * float type reads them as a quiet NaN with a payload of its own, integers as a sentinel. */
 extern const uint64_t wk_poison_a[DK_COUNT], wk_poison_b[DK_COUNT];
+/* What fills the slack after an input's last element: a NaN for float types (so a kernel that
+ * reads past the end gets NaN, not a harmless zero), a large sentinel for integers. */
+extern const uint64_t wk_pad_nan[DK_COUNT];
+/* 64 secret bits from getrandom. */
+uint64_t wk_secret64(void);
 
 int wk_dtype_parse(const char *name); /* DK_*, or -1 when unknown */
 size_t wk_dtype_size(int dt);

@@ -20,7 +20,18 @@ enum {
   WK_MAX_SHAPES = 64,
   WK_MAX_RANK = 8,
   WK_NAME = 128,
+  /* a shape's buffer sets: the candidate's first runs rotate over sets 0..2 (the timing loop
+   * then rotates over the three input sets they hold), its second runs use set 3 (other
+   * buffers, other addresses), the reference runs on set 4, a pristine copy of the inputs */
+  WK_SETS = 5,
+  WK_ROTATE = 3,
+  WK_SET_AGAIN = 3,
+  WK_SET_REF = 4,
 };
+
+/* Allocations are rounded up to this, the driver's own granularity, and everything past a
+ * tensor's last element is slack the worker fills and checks (docs/worker.md "Threat model"). */
+#define WK_ALLOC_GRAIN ((size_t)2 << 20)
 
 /* The reference outputs cache: host copies keyed by a hash of (reference cubins and plan,
  * tensors, shape, seed, trial), LRU, bounded in bytes. */
@@ -89,6 +100,7 @@ typedef struct wk_launch {
   char name[WK_NAME];
   unsigned grid[3], block[3], shared;
   int nargs;
+  signed char tensor_arg[WK_MAX_ARGS]; /* the tensor an arg points to (bound per set), or -1 */
   wk_arg args[WK_MAX_ARGS];
   void *argp[WK_MAX_ARGS];
 } wk_launch;
@@ -98,15 +110,26 @@ typedef struct wk_plan {
   wk_launch k[WK_MAX_KERNELS];
   int nscratch;
   wk_buf scratch[WK_MAX_SCRATCH];
+  size_t scratch_used[WK_MAX_SCRATCH]; /* bytes asked for; the rest is slack, poisoned */
 } wk_plan;
 
-/* One shape, set up on the device: its tensors, snapshots of outputs, and both plans. */
+/* One set of a shape's tensors, and the keyed digests of what it holds once verified. */
+typedef struct wk_set {
+  wk_buf t[WK_MAX_TENSORS]; /* per request tensor */
+  uint64_t in_digest;       /* its inputs (whole allocations) */
+  uint64_t out_digest;      /* the candidate's verified outputs (whole allocations) */
+  int verified;
+} wk_set;
+
+/* One shape, set up on the device: its buffer sets and both plans. */
 typedef struct wk_shape {
   int index;
   const cJSON *spec; /* the request's shape object */
   char label[256];
-  wk_buf t[WK_MAX_TENSORS];    /* per request tensor */
-  wk_buf snap[WK_MAX_TENSORS]; /* outputs only: the first run's copy */
+  int held_out;
+  int nstress; /* trials 0 .. nstress-1 draw inputs from the shape's stress inits */
+  wk_set set[WK_SETS];
+  uint64_t numel[WK_MAX_TENSORS];
   int rank[WK_MAX_TENSORS];
   int64_t dims[WK_MAX_TENSORS][WK_MAX_RANK];
   wk_plan cand, ref;
@@ -135,6 +158,8 @@ typedef struct wk_eval {
   char ref_hash[65];
   int trials;
   uint64_t seed;
+  int seed_secret;       /* drawn here (getrandom): the request gave none */
+  uint64_t key;          /* the digest key of this evaluation (getrandom), never in a request */
   int external;          /* reference outputs come from the cache only (put_reference), no plan */
   int no_modules;        /* inputs / put_reference: no modules, no plans */
   const char *cur_stage; /* "verify" or "bench": where a CUDA failure is reported */
@@ -142,7 +167,7 @@ typedef struct wk_eval {
   const char *verdict, *stage;
   char message[2048];
   int crashed; /* the context is gone */
-  int trials_done, shapes_done;
+  int trials_done, shapes_done, stress_done, held_out_done;
   uint64_t mismatches;
   const char *flags[8];
   int nflags;
@@ -159,19 +184,25 @@ int wk_fail(wk_eval *e, const char *verdict, const char *stage, const char *fmt,
 /* A CUDA failure in the worker's own work (not the candidate's launch): crash when sticky
  * (the context is gone), else "error". Returns -1. */
 int wk_cuda_fail(wk_eval *e, CUresult r, const char *what);
-/* Runs plan p (zeroes scratch asked for, launches each kernel in order). A launch failure is
- * judged: the candidate's -> launch_error (crash when sticky), the reference's -> error.
- * Does not synchronize. Returns 0 or -1. */
-int wk_plan_run(wk_eval *e, wk_plan *p, int is_candidate);
+/* Runs plan p on buffer set `set` (zeroes scratch asked for, launches each kernel in order,
+ * its tensor arguments pointing into the set). A launch failure is judged: the candidate's ->
+ * launch_error (crash when sticky), the reference's -> error. Does not synchronize. */
+int wk_plan_run(wk_eval *e, wk_plan *p, int is_candidate, wk_set *set);
 /* Synchronizes the stream after a plan; a failure is judged as wk_plan_run judges. */
 int wk_plan_sync(wk_eval *e, int is_candidate, const char *what);
-/* Fills every output of s with a pattern (wk_poison_a or wk_poison_b). */
-int wk_poison_outputs(wk_eval *e, wk_shape *s, const uint64_t *pattern);
+/* Fills every output of a set, slack included, with a pattern (wk_poison_a or wk_poison_b). */
+int wk_poison_outputs(wk_eval *e, wk_set *set, const uint64_t *pattern);
+/* Adds the keyed digest of the set's inputs (outputs: 1) over their whole allocations into
+ * *(u64 *)slot. */
+CUresult wk_digest_set(wk_eval *e, wk_set *set, int outputs, CUdeviceptr slot);
+/* Copies set `from`'s inputs (whole allocations) into set `to`. */
+int wk_copy_inputs(wk_eval *e, wk_shape *s, int from, int to);
 
 int wk_verify_shape(wk_eval *e, wk_shape *s); /* gpuverify.c: all trials of one shape */
-/* gpuverify.c: draws the inputs of (s, trial) on the device; the same in every request with
- * the same seed, shape label, tensor names and inits. */
-int wk_gen_inputs(wk_eval *e, wk_shape *s, int trial);
+/* gpuverify.c: draws the inputs of (s, trial) into set `set` on the device, the slack past
+ * each input's end filled with NaN (wk_pad_nan); the same in every request with the same seed,
+ * shape label, tensor names and inits (the stress inits for trials below s->nstress). */
+int wk_gen_inputs(wk_eval *e, wk_shape *s, int set, int trial);
 /* gpuverify.c: the reference cache key of (s, trial): a hash of the reference modules, seed,
  * trial, shape label, tensors, numel and the shape's reference plan (or external key). Needs
  * only s->label and s->spec. */
@@ -179,18 +210,20 @@ void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]);
 /* gpuextref.c: the inputs and put_reference ops, and the list of (shape, trial) pairs whose
  * external reference outputs are not cached (NULL when none is missing). */
 cJSON *wk_missing_refs(wk_eval *e);
-/* gpubench.c: times candidate and reference on shape s (verified, last trial's inputs in
- * place) and re-checks the candidate after. */
+/* gpubench.c: times candidate (rotating over the verified sets) and reference (on its pristine
+ * set) on shape s, checking every repetition's outputs and inputs against their digests. */
 int wk_bench(wk_eval *e, wk_shape *s);
-/* gpuverify.c: runs the candidate once more on s (poisoned first) and compares with the
- * cached reference outputs of the last trial; used after the timing loop. */
-int wk_recheck(wk_eval *e, wk_shape *s, const char *stage);
+/* gpuverify.c: whether a set's output slack (and the plan's scratch slack) still holds its
+ * poison after a candidate run; -1 and the verdict when not. */
+int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const uint64_t *pattern,
+                    const char *stage);
 
 /* gpuplan.c: parses tensors and verify options, loads the modules. */
 int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs);
 void wk_unload(wk_eval *e);
-/* Allocates shape `index`'s tensors and resolves both its plans. */
-int wk_shape_setup(wk_eval *e, wk_shape *s, int index);
+/* Allocates shape `index`'s tensors (nsets buffer sets: WK_SETS for the benchmark shape, else
+ * the sets verification needs) and resolves both its plans. */
+int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets);
 void wk_shape_teardown(wk_eval *e, wk_shape *s);
 
 #endif

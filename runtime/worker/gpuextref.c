@@ -76,15 +76,15 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
   e->req = req;
   e->cur_stage = "verify";
   int shape = 0, trial = 0;
-  if (parse_target(e, &shape, &trial) == 0 && wk_shape_setup(e, s, shape) == 0 &&
-      wk_gen_inputs(e, s, trial) == 0) {
+  if (parse_target(e, &shape, &trial) == 0 && wk_shape_setup(e, s, shape, 1) == 0 &&
+      wk_gen_inputs(e, s, 0, trial) == 0) {
     CUresult r = DRV->cuStreamSynchronize(g->stream);
     if (r) wk_cuda_fail(e, r, "drawing inputs");
     res = cJSON_CreateObject();
     cJSON *names = cJSON_AddArrayToObject(res, "tensors");
     for (int i = 0; !e->verdict && i < e->ntensors && *nout < KEVO_PROTO_MAX_BLOBS; i++) {
       if (e->tensors[i].output) continue;
-      size_t bytes = s->t[i].numel * wk_dtype_size(e->tensors[i].dt);
+      size_t bytes = s->set[0].t[i].numel * wk_dtype_size(e->tensors[i].dt);
       void *p = malloc(bytes ? bytes : 1);
       if (!p) {
         wk_fail(e, "error", "verify", "no host memory for input %s", e->tensors[i].name);
@@ -92,7 +92,7 @@ cJSON *kevo_gpu_inputs(kevo_gpu *g, const cJSON *req, kevo_blob *out, size_t *no
       }
       out[*nout] = (kevo_blob){p, bytes};
       ++*nout;
-      r = DRV->cuMemcpyDtoH(p, s->t[i].ptr, bytes);
+      r = DRV->cuMemcpyDtoH(p, s->set[0].t[i].ptr, bytes);
       if (r) wk_cuda_fail(e, r, "copying inputs to the host");
       cJSON_AddItemToArray(names, cJSON_CreateString(e->tensors[i].name));
     }

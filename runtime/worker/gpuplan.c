@@ -140,6 +140,10 @@ int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
     return wk_fail(e, "error", "verify", "request: verify.trials/seed out of range");
   e->trials = trials < 5 ? 5 : (int)trials; /* design.md: at least 5 */
   e->seed = (uint64_t)seed;
+  /* no seed given: a secret one for this evaluation, so no kernel can rebuild its inputs */
+  e->seed_secret = !cJSON_GetObjectItemCaseSensitive(v, "seed");
+  if (e->seed_secret) e->seed = wk_secret64();
+  e->key = wk_secret64(); /* the digest key: never in a request, never seen by a candidate */
   if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > WK_MAX_SHAPES)
     return wk_fail(e, "error", "verify", "request: shapes must be an array of 1 to %d",
                    WK_MAX_SHAPES);
@@ -166,12 +170,14 @@ void wk_unload(wk_eval *e) {
 
 /* ---- shapes and plans ------------------------------------------------------------------- */
 
-static size_t round256(size_t n) {
-  return n ? (n + 255) / 256 * 256 : 256;
+/* Rounded up to the driver's allocation granularity, so the slack a kernel could write into
+ * without faulting is all ours to fill and check. */
+static size_t round_grain(size_t n) {
+  return n ? (n + WK_ALLOC_GRAIN - 1) / WK_ALLOC_GRAIN * WK_ALLOC_GRAIN : WK_ALLOC_GRAIN;
 }
 
 static int alloc_buf(wk_eval *e, wk_buf *b, size_t bytes, const char *what, int cand) {
-  b->bytes = round256(bytes);
+  b->bytes = round_grain(bytes);
   CUresult r = DRV->cuMemAlloc(&b->ptr, b->bytes);
   if (r == CUDA_SUCCESS) r = DRV->cuMemsetD8Async(b->ptr, 0, b->bytes, e->g->stream);
   if (r == CUDA_SUCCESS) return 0;
@@ -192,23 +198,28 @@ static int dims3(const cJSON *a, unsigned out[3]) {
   return 0;
 }
 
-static wk_buf *find_buf(wk_shape *s, wk_plan *p, const char *name, int ntensors) {
+/* The tensor (*tensor >= 0, bound per buffer set when the plan runs) or scratch buffer named. */
+static wk_buf *find_buf(wk_shape *s, wk_plan *p, const char *name, int ntensors, int *tensor) {
+  *tensor = -1;
   for (int i = 0; i < ntensors; i++)
-    if (!strcmp(s->t[i].name, name)) return &s->t[i];
+    if (!strcmp(s->set[0].t[i].name, name)) return &s->set[0].t[*tensor = i];
   for (int i = 0; i < p->nscratch; i++)
     if (!strcmp(p->scratch[i].name, name)) return &p->scratch[i];
   return NULL;
 }
 
-static int set_arg(const cJSON *a, wk_arg *out, void **p, wk_shape *s, wk_plan *plan, int nt,
-                   const char **why) {
+static int set_arg(const cJSON *a, wk_arg *out, void **p, signed char *tensor, wk_shape *s,
+                   wk_plan *plan, int nt, const char **why) {
   const cJSON *v = a->child;
+  *tensor = -1;
   if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
   const char *k = v->string;
   if (!strcmp(k, "buf")) {
-    wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt) : NULL;
+    int ti;
+    wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt, &ti) : NULL;
     if (!b) return *why = "an arg names no tensor or scratch buffer", -1;
     out->v.ptr = b->ptr;
+    *tensor = (signed char)ti;
   } else if (!strcmp(k, "null")) {
     out->v.ptr = 0;
   } else if (!cJSON_IsNumber(v)) {
@@ -254,6 +265,11 @@ static int prepare_plan(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, in
     char what[256];
     snprintf(what, sizeof what, "%s scratch buffer '%s'", who, name);
     if (alloc_buf(e, b, (size_t)bytes, what, cand)) return -1;
+    p->scratch_used[p->nscratch] = (size_t)bytes;
+    size_t from = (size_t)bytes / 8 * 8; /* poison the slack: wk_slack_intact checks it */
+    CUresult r = devk_pattern(DRV, &e->g->dk, e->g->stream, b->ptr + from, b->bytes - from,
+                              wk_poison_a[DK_U8]);
+    if (r) return wk_cuda_fail(e, r, "poisoning scratch slack");
     p->nscratch++;
   }
   cJSON_ArrayForEach(x, ks) {
@@ -293,7 +309,8 @@ static int prepare_plan(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, in
                      name, WK_MAX_ARGS);
     cJSON_ArrayForEach(a, args) {
       const char *why = NULL;
-      if (set_arg(a, &l->args[l->nargs], &l->argp[l->nargs], s, p, e->ntensors, &why))
+      if (set_arg(a, &l->args[l->nargs], &l->argp[l->nargs], &l->tensor_arg[l->nargs], s, p,
+                  e->ntensors, &why))
         return wk_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
       l->nargs++;
     }
@@ -302,12 +319,16 @@ static int prepare_plan(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, in
   return 0;
 }
 
-int wk_shape_setup(wk_eval *e, wk_shape *s, int index) {
+int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
   const cJSON *spec = cJSON_GetArrayItem(field(e->req, "shapes"), index);
   s->index = index;
   s->spec = spec;
   const char *label = cJSON_GetStringValue(field(spec, "label"));
   snprintf(s->label, sizeof s->label, "%s", label ? label : "?");
+  s->held_out = cJSON_IsTrue(field(spec, "held_out"));
+  s->nstress = cJSON_GetArraySize(field(spec, "stress"));
+  if (s->nstress > e->trials - WK_ROTATE) s->nstress = e->trials - WK_ROTATE;
+  if (s->nstress < 0) s->nstress = 0;
   const cJSON *numel = field(spec, "numel"), *dims = field(spec, "dims");
   for (int i = 0; i < e->ntensors; i++) {
     wk_tensor *t = &e->tensors[i];
@@ -315,22 +336,22 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index) {
     if (!cJSON_IsNumber(n) || n->valuedouble < 0 || n->valuedouble > 1e13)
       return wk_fail(e, "error", "verify", "request: shape %s gives no numel for tensor %s",
                      s->label, t->name);
-    snprintf(s->t[i].name, sizeof s->t[i].name, "%s", t->name);
-    s->t[i].numel = (uint64_t)n->valuedouble;
+    s->numel[i] = (uint64_t)n->valuedouble;
     s->rank[i] = 0;
     if (cJSON_IsArray(d) && cJSON_GetArraySize(d) <= WK_MAX_RANK)
       for (const cJSON *x = d->child; x; x = x->next)
         s->dims[i][s->rank[i]++] = (int64_t)x->valuedouble;
-    if (t->output && e->no_modules) continue; /* inputs op: no outputs needed */
-    char what[256];
-    snprintf(what, sizeof what, "tensor %s", t->name);
-    size_t bytes = s->t[i].numel * wk_dtype_size(t->dt);
-    /* outputs get a guard band of at least 256 bytes past their end (see wk_guard_sums) */
-    size_t alloc = t->output ? bytes + 256 : bytes;
-    if (alloc_buf(e, &s->t[i], alloc, what, 0)) return -1;
-    if (t->output) {
-      snprintf(s->snap[i].name, sizeof s->snap[i].name, "%s", t->name);
-      if (alloc_buf(e, &s->snap[i], alloc, what, 0)) return -1;
+    for (int k = 0; k < WK_SETS; k++) {
+      wk_buf *b = &s->set[k].t[i];
+      snprintf(b->name, sizeof b->name, "%s", t->name);
+      b->numel = s->numel[i];
+      /* sets a shape does not use stay unallocated; outputs: none for the inputs op */
+      int used = k == 0 || (!e->no_modules && (k >= WK_SET_AGAIN || k < nsets - 2));
+      if (!used || (t->output && e->no_modules)) continue;
+      char what[256];
+      snprintf(what, sizeof what, "tensor %s", t->name);
+      /* at least 256 bytes of slack past the end, to fill and check, then the grain */
+      if (alloc_buf(e, b, s->numel[i] * wk_dtype_size(t->dt) + 256, what, 0)) return -1;
     }
   }
   if (e->no_modules) return 0;
@@ -339,23 +360,27 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index) {
 }
 
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {
-  wk_buf *all[] = {s->t, s->snap, s->cand.scratch, s->ref.scratch};
-  int counts[] = {WK_MAX_TENSORS, WK_MAX_TENSORS, WK_MAX_SCRATCH, WK_MAX_SCRATCH};
-  for (int j = 0; j < 4; j++)
-    for (int i = 0; i < counts[j]; i++)
-      if (all[j][i].ptr) DRV->cuMemFree(all[j][i].ptr);
+  for (int k = 0; k < WK_SETS; k++)
+    for (int i = 0; i < WK_MAX_TENSORS; i++)
+      if (s->set[k].t[i].ptr) DRV->cuMemFree(s->set[k].t[i].ptr);
+  for (int i = 0; i < WK_MAX_SCRATCH; i++) {
+    if (s->cand.scratch[i].ptr) DRV->cuMemFree(s->cand.scratch[i].ptr);
+    if (s->ref.scratch[i].ptr) DRV->cuMemFree(s->ref.scratch[i].ptr);
+  }
   memset(s, 0, sizeof *s);
 }
 
-int wk_plan_run(wk_eval *e, wk_plan *p, int cand) {
+int wk_plan_run(wk_eval *e, wk_plan *p, int cand, wk_set *set) {
   CUstream st = e->g->stream;
   for (int i = 0; i < p->nscratch; i++)
     if (p->scratch[i].zero) {
-      CUresult r = DRV->cuMemsetD8Async(p->scratch[i].ptr, 0, p->scratch[i].bytes, st);
+      CUresult r = DRV->cuMemsetD8Async(p->scratch[i].ptr, 0, p->scratch_used[i] / 8 * 8, st);
       if (r) return wk_cuda_fail(e, r, "zeroing a scratch buffer");
     }
   for (int i = 0; i < p->nk; i++) {
     wk_launch *l = &p->k[i];
+    for (int a = 0; a < l->nargs; a++) /* tensors point into this set */
+      if (l->tensor_arg[a] >= 0) l->args[a].v.ptr = set->t[l->tensor_arg[a]].ptr;
     CUresult r = DRV->cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
                                      l->block[1], l->block[2], l->shared, st, l->argp, NULL);
     if (r) {
@@ -375,12 +400,31 @@ int wk_plan_sync(wk_eval *e, int cand, const char *what) {
   return cand ? cand_fail(e, r, what) : wk_cuda_fail(e, r, what);
 }
 
-int wk_poison_outputs(wk_eval *e, wk_shape *s, const uint64_t *pattern) {
+int wk_poison_outputs(wk_eval *e, wk_set *set, const uint64_t *pattern) {
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
-    CUresult r = devk_pattern(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes,
+    CUresult r = devk_pattern(DRV, &e->g->dk, e->g->stream, set->t[i].ptr, set->t[i].bytes,
                               pattern[e->tensors[i].dt]);
     if (r) return wk_cuda_fail(e, r, "poisoning outputs");
+  }
+  return 0;
+}
+
+CUresult wk_digest_set(wk_eval *e, wk_set *set, int outputs, CUdeviceptr slot) {
+  CUresult r = CUDA_SUCCESS;
+  for (int i = 0; !r && i < e->ntensors; i++)
+    if (e->tensors[i].output == outputs)
+      r = devk_digest(DRV, &e->g->dk, e->g->stream, set->t[i].ptr, set->t[i].bytes,
+                      e->key + 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1), slot);
+  return r;
+}
+
+int wk_copy_inputs(wk_eval *e, wk_shape *s, int from, int to) {
+  for (int i = 0; i < e->ntensors; i++) {
+    if (e->tensors[i].output) continue;
+    CUresult r = DRV->cuMemcpyDtoDAsync(s->set[to].t[i].ptr, s->set[from].t[i].ptr,
+                                        s->set[from].t[i].bytes, e->g->stream);
+    if (r) return wk_cuda_fail(e, r, "copying inputs");
   }
   return 0;
 }

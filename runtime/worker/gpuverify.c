@@ -1,8 +1,11 @@
-/* gpuverify.c: the trial loop of verify (design.md "Verify") and the reference cache.
- * Per trial: fresh inputs drawn on the device from (seed, shape, trial); the reference's
- * outputs, from the host cache or computed, copied to the host and never resident while the
- * candidate runs; the candidate run twice under different poison; inputs checksummed around
- * both runs; then one comparison on the device (unwritten, nondeterministic, wrong). */
+/* gpuverify.c: the trial loop of verify (design.md "Verify", docs/worker.md "Threat model") and
+ * the host cache of external references. wk_verify_shape is the trial's steps, one line each:
+ * fresh inputs drawn on the device from the evaluation's secret seed (NaN past their ends) and
+ * copied to a second set and to the reference's pristine set; the candidate run on the first
+ * set and again on the second (other buffers, other addresses), each under its own poison;
+ * after each run, its inputs and its slack checked with a keyed digest and the poison; then
+ * the reference run on its own copy (its outputs exist only from here until the comparison);
+ * one comparison on the device (unwritten, nondeterministic, wrong). */
 #include "gpueval_int.h"
 #include "sha256.h"
 
@@ -119,7 +122,7 @@ void wk_host_release(void *buf, void *ud) {
     free(p);
 }
 
-/* ---- inputs, reference, checksums ---------------------------------------------------------- */
+/* ---- inputs -------------------------------------------------------------------------------- */
 
 static uint64_t mix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
@@ -128,8 +131,8 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/* The generator key of one input: depends on (seed, shape label, trial, tensor name) only, so
- * the same trial of the same shape gets the same inputs in every evaluation of a run. */
+/* The generator key of one input: depends on (seed, shape label, trial, tensor name) only. The
+ * seed is secret (drawn per evaluation) unless the request fixes it. */
 static uint64_t input_key(wk_eval *e, wk_shape *s, int trial, int tensor) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a over label and name */
   for (const char *p = s->label; *p; p++)
@@ -140,23 +143,49 @@ static uint64_t input_key(wk_eval *e, wk_shape *s, int trial, int tensor) {
   return mix64(mix64(e->seed) ^ mix64(h) ^ (uint64_t)trial * 0xD1B54A32D192ED03ull);
 }
 
-int wk_gen_inputs(wk_eval *e, wk_shape *s, int trial) {
+/* The init of input t at (s, trial): the stress trial's when it names t, else the shape's. */
+static void init_of(wk_eval *e, wk_shape *s, int trial, int t, int *kind, double *a, double *b) {
+  const wk_tensor *x = &e->tensors[t];
+  const cJSON *in =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->spec, "init"), x->name);
+  if (trial < s->nstress) {
+    const cJSON *st =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(s->spec, "stress"), trial);
+    const cJSON *si = cJSON_GetObjectItemCaseSensitive(st, x->name);
+    if (si) in = si;
+  }
+  const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "kind"));
+  const cJSON *ja = cJSON_GetObjectItemCaseSensitive(in, "a");
+  const cJSON *jb = cJSON_GetObjectItemCaseSensitive(in, "b");
+  *kind = !k                      ? x->kind
+          : !strcmp(k, "uniform") ? DK_UNIFORM
+          : !strcmp(k, "randint") ? DK_RANDINT
+                                  : DK_NORMAL;
+  *a = cJSON_IsNumber(ja) ? ja->valuedouble : x->a;
+  *b = cJSON_IsNumber(jb) ? jb->valuedouble : x->b;
+}
+
+int wk_gen_inputs(wk_eval *e, wk_shape *s, int set, int trial) {
   for (int i = 0; i < e->ntensors; i++) {
     wk_tensor *t = &e->tensors[i];
     if (t->output) continue;
-    /* the shape's own bounds when the request gives them (randint(0, C) must follow C) */
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(s->spec, "init"), t->name);
-    const cJSON *ja = cJSON_GetObjectItemCaseSensitive(in, "a");
-    const cJSON *jb = cJSON_GetObjectItemCaseSensitive(in, "b");
-    double a = cJSON_IsNumber(ja) ? ja->valuedouble : t->a;
-    double b = cJSON_IsNumber(jb) ? jb->valuedouble : t->b;
-    CUresult r = devk_fill(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].numel, t->dt,
-                           input_key(e, s, trial, i), t->kind, a, b);
+    wk_buf *b = &s->set[set].t[i];
+    int kind;
+    double lo, hi;
+    init_of(e, s, trial, i, &kind, &lo, &hi);
+    /* NaN (or a sentinel) from the word holding the last element on, then the elements */
+    uint64_t end = b->numel * wk_dtype_size(t->dt) / 8 * 8;
+    CUresult r =
+        devk_pattern(DRV, &e->g->dk, e->g->stream, b->ptr + end, b->bytes - end, wk_pad_nan[t->dt]);
+    if (!r)
+      r = devk_fill(DRV, &e->g->dk, e->g->stream, b->ptr, b->numel, t->dt,
+                    input_key(e, s, trial, i), kind, lo, hi);
     if (r) return wk_cuda_fail(e, r, "drawing inputs");
   }
   return 0;
 }
+
+/* ---- the external reference's outputs ------------------------------------------------------ */
 
 static void hash_json(kevo_sha256 *h, const cJSON *j) {
   char *text = j ? cJSON_PrintUnformatted(j) : NULL;
@@ -175,102 +204,90 @@ void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]) {
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(e->req, "tensors"));
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "numel"));
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "init"));
+  hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "stress"));
   hash_json(&h, cJSON_GetObjectItemCaseSensitive(s->spec, "reference"));
   kevo_sha256_final_hex(&h, out);
 }
 
-/* The reference's outputs for this trial (inputs already drawn), as host buffers. */
-static void **reference_outputs(wk_eval *e, wk_shape *s, int trial) {
+/* The reference's outputs of this trial into the reference set's outputs: its plan run on its
+ * own pristine inputs, or (external) the cached host copy uploaded. */
+static int reference_outputs(wk_eval *e, wk_shape *s, int trial) {
+  wk_set *ref = &s->set[WK_SET_REF];
+  if (!e->external) {
+    if (wk_poison_outputs(e, ref, wk_poison_a) || wk_plan_run(e, &s->ref, 0, ref) ||
+        wk_plan_sync(e, 0, "running the reference"))
+      return -1;
+    return 0;
+  }
   char key[65];
   wk_ref_key(e, s, trial, key);
   void **hit = wk_refcache_get(e->g->refs, key);
-  if (hit) return hit;
-  if (e->external) /* checked before the first trial; evicted since (cache too small) */
+  if (!hit) /* checked before the first trial; evicted since (cache too small) */
     return wk_fail(e, "error", "verify",
                    "E_NOREF: the external reference outputs of shape %s, trial %d are not in the "
                    "worker's cache (raise KEVO_WORKER_REF_CACHE_MB)",
-                   s->label, trial + 1),
-           NULL;
-  if (wk_poison_outputs(e, s, wk_poison_a) || wk_plan_run(e, &s->ref, 0) ||
-      wk_plan_sync(e, 0, "running the reference"))
-    return NULL;
-  void **bufs = calloc((size_t)e->ntensors, sizeof *bufs);
-  size_t total = 0;
-  if (!bufs) return wk_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
+                   s->label, trial + 1);
+  if (wk_poison_outputs(e, ref, wk_poison_a)) return -1;
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
-    size_t bytes = s->t[i].numel * wk_dtype_size(e->tensors[i].dt);
-    bufs[i] = wk_host_alloc(e->g, bytes ? bytes : 1);
-    CUresult r = bufs[i] ? DRV->cuMemcpyDtoH(bufs[i], s->t[i].ptr, bytes) : CUDA_SUCCESS;
-    if (!bufs[i] || r) {
-      for (int j = 0; j <= i; j++)
-        if (bufs[j]) wk_host_release(bufs[j], e->g);
-      free(bufs);
-      if (r) return wk_cuda_fail(e, r, "copying reference outputs"), NULL;
-      return wk_fail(e, "error", "verify", "no host memory for reference outputs"), NULL;
-    }
-    total += bytes;
-  }
-  wk_refcache_put(e->g->refs, key, bufs, (size_t)e->ntensors, total);
-  return bufs;
-}
-
-static int checksum_inputs(wk_eval *e, wk_shape *s, uint64_t *sums) {
-  CUdeviceptr word = e->g->stats + 128;
-  for (int i = 0; i < e->ntensors; i++) {
-    if (e->tensors[i].output) continue;
-    CUresult r = DRV->cuMemsetD32Async(word, 0, 2, e->g->stream);
-    if (!r) r = devk_checksum(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, s->t[i].bytes, word);
-    if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
-    if (!r) r = DRV->cuMemcpyDtoH(&sums[i], word, 8);
-    if (r) return wk_cuda_fail(e, r, "checksumming inputs");
+    CUresult r = DRV->cuStreamSynchronize(e->g->stream);
+    if (!r)
+      r = DRV->cuMemcpyHtoD(ref->t[i].ptr, hit[i],
+                            ref->t[i].numel * wk_dtype_size(e->tensors[i].dt));
+    if (r) return wk_cuda_fail(e, r, "uploading reference outputs");
   }
   return 0;
 }
 
-/* Fails (wrong) when the candidate wrote past the end of an output: each output buffer has a
- * guard band of 256 bytes or more after its last element, filled by the poisoning with the
- * pattern's bytes, which must all still be there after a run. */
-static int guard_intact(wk_eval *e, wk_shape *s, const uint64_t *pattern, const char *stage) {
-  CUdeviceptr word = e->g->stats + 128;
+/* ---- slack and digests --------------------------------------------------------------------- */
+
+/* Counts the bytes in [from, to) of p that no longer hold the pattern; 0 when none. */
+static int changed_bytes(wk_eval *e, CUdeviceptr p, uint64_t from, uint64_t to, uint64_t pattern,
+                         uint64_t *bad) {
+  CUdeviceptr word = e->g->stats + 192;
+  *bad = 0;
+  CUresult r = DRV->cuMemsetD32Async(word, 0, 2, e->g->stream);
+  if (!r && to > from) r = devk_guard(DRV, &e->g->dk, e->g->stream, p, from, to, pattern, word);
+  if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
+  if (!r) r = DRV->cuMemcpyDtoH(bad, word, 8);
+  return r ? wk_cuda_fail(e, r, "checking slack") : 0;
+}
+
+int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const uint64_t *pattern,
+                    const char *stage) {
+  uint64_t bad = 0;
   for (int i = 0; i < e->ntensors; i++) {
     if (!e->tensors[i].output) continue;
-    uint64_t end = s->t[i].numel * wk_dtype_size(e->tensors[i].dt), bad = 0;
-    CUresult r = DRV->cuMemsetD32Async(word, 0, 2, e->g->stream);
-    if (!r)
-      r = devk_guard(DRV, &e->g->dk, e->g->stream, s->t[i].ptr, end, s->t[i].bytes,
-                     pattern[e->tensors[i].dt], word);
-    if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
-    if (!r) r = DRV->cuMemcpyDtoH(&bad, word, 8);
-    if (r) return wk_cuda_fail(e, r, "checking output guard bands");
+    uint64_t end = set->t[i].numel * wk_dtype_size(e->tensors[i].dt);
+    if (changed_bytes(e, set->t[i].ptr, end, set->t[i].bytes, pattern[e->tensors[i].dt], &bad))
+      return -1;
     if (bad)
       return wk_fail(e, "wrong", stage,
                      "the candidate wrote past the end of output %s (%llu elements; %llu bytes "
-                     "of the guard band after it changed; shape %s)",
-                     e->tensors[i].name, (unsigned long long)s->t[i].numel, (unsigned long long)bad,
+                     "of the %llu after it in its allocation changed; shape %s)",
+                     e->tensors[i].name, (unsigned long long)set->t[i].numel,
+                     (unsigned long long)bad, (unsigned long long)(set->t[i].bytes - end),
+                     s->label);
+  }
+  for (int i = 0; i < s->cand.nscratch; i++) {
+    wk_buf *b = &s->cand.scratch[i];
+    uint64_t from = (s->cand.scratch_used[i] + 7) / 8 * 8;
+    if (changed_bytes(e, b->ptr, from, b->bytes, wk_poison_a[DK_U8], &bad)) return -1;
+    if (bad)
+      return wk_fail(e, "wrong", stage,
+                     "the candidate wrote past the end of its scratch buffer %s (%llu bytes "
+                     "asked for; %llu bytes after them changed; shape %s)",
+                     b->name, (unsigned long long)s->cand.scratch_used[i], (unsigned long long)bad,
                      s->label);
   }
   return 0;
 }
 
-/* Runs the candidate once on outputs poisoned with `pattern`, then checks the guard bands. */
-static int run_candidate(wk_eval *e, wk_shape *s, const uint64_t *pattern, const char *what,
-                         const char *stage) {
-  if (wk_poison_outputs(e, s, pattern) || wk_plan_run(e, &s->cand, 1) || wk_plan_sync(e, 1, what))
-    return -1;
-  return guard_intact(e, s, pattern, stage);
-}
+/* The digest slots of one trial, in the stats buffer (after the comparison's stats). */
+enum { D_IN, D_IN_AFTER1, D_OUT1, D_IN_AFTER2, D_REF_IN, D_SLOTS };
 
-static int inputs_unchanged(wk_eval *e, wk_shape *s, const uint64_t *before, int trial,
-                            const char *run) {
-  uint64_t after[WK_MAX_TENSORS] = {0};
-  if (checksum_inputs(e, s, after)) return -1;
-  for (int i = 0; i < e->ntensors; i++)
-    if (!e->tensors[i].output && after[i] != before[i])
-      return wk_fail(e, "input_modified", "verify",
-                     "the candidate wrote to input %s during its %s run (shape %s, trial %d)",
-                     e->tensors[i].name, run, s->label, trial + 1);
-  return 0;
+static CUdeviceptr slot(wk_eval *e, int k) {
+  return e->g->stats + 128 + 8 * (CUdeviceptr)k;
 }
 
 /* ---- comparison ---------------------------------------------------------------------------- */
@@ -339,12 +356,13 @@ static void tolerance(wk_eval *e, int dt, double *atol, double *rtol) {
   if (dt == DK_I32 || dt == DK_I64 || dt == DK_U8) *atol = *rtol = 0; /* integers: exact */
 }
 
-/* Records element `flat` of output i as the worst one (reads the actual value back). */
-static int set_worst(wk_eval *e, wk_shape *s, int i, const void *expected, uint64_t flat) {
+/* Records element `flat` of output i as the worst one (reads both values back). */
+static int set_worst(wk_eval *e, wk_shape *s, int i, wk_set *actual, uint64_t flat) {
   int dt = e->tensors[i].dt;
   size_t esz = wk_dtype_size(dt);
-  unsigned char act[8] = {0};
-  CUresult r = DRV->cuMemcpyDtoH(act, s->t[i].ptr + flat * esz, esz);
+  unsigned char act[8] = {0}, exp[8] = {0};
+  CUresult r = DRV->cuMemcpyDtoH(act, actual->t[i].ptr + flat * esz, esz);
+  if (!r) r = DRV->cuMemcpyDtoH(exp, s->set[WK_SET_REF].t[i].ptr + flat * esz, esz);
   if (r) return wk_cuda_fail(e, r, "reading an output element");
   wk_worst *w = &e->worst;
   w->have = 1;
@@ -358,66 +376,54 @@ static int set_worst(wk_eval *e, wk_shape *s, int i, const void *expected, uint6
     w->index[d] = extent > 0 ? (int64_t)(rest % (uint64_t)extent) : (int64_t)rest;
     rest = extent > 0 ? rest / (uint64_t)extent : 0;
   }
-  w->expected = elem_to_double((const unsigned char *)expected + flat * esz, dt);
+  w->expected = elem_to_double(exp, dt);
   w->actual = elem_to_double(act, dt);
   w->abs_err = fabs(w->actual - w->expected);
   w->rel_err = w->expected != 0 ? w->abs_err / fabs(w->expected) : (w->abs_err ? INFINITY : 0);
   return 0;
 }
 
-/* Compares the outputs in place (second run, poisoned with pb) with the first run's snapshot
- * (poisoned with pa) and the reference ref. With snapshot == 0 the outputs stand for both
- * runs (pa == pb): one run's unwritten elements and mismatches are judged. After the timing
- * loop (stage "bench") every failure is the verdict wrong. */
-static int compare_outputs(wk_eval *e, wk_shape *s, void **ref, const uint64_t *pa,
-                           const uint64_t *pb, int snapshot, const char *stage, int trial) {
+/* Compares the second run's outputs (set `again`, poisoned with pb) with the first run's (set
+ * `first`, poisoned with pa) and the reference's (the reference set). */
+static int compare_outputs(wk_eval *e, wk_shape *s, wk_set *first, wk_set *again,
+                           const uint64_t *pa, const uint64_t *pb, int trial) {
   devk_stats st[WK_MAX_TENSORS];
   memset(st, 0, sizeof st);
-  int bench = !strcmp(stage, "bench");
   for (int i = 0; i < e->ntensors; i++) {
     wk_tensor *t = &e->tensors[i];
     if (!t->output) continue;
-    size_t bytes = s->t[i].numel * wk_dtype_size(t->dt);
-    CUdeviceptr exp = 0;
-    CUresult r = DRV->cuMemAlloc(&exp, s->t[i].bytes);
-    if (!r) r = DRV->cuMemcpyHtoD(exp, ref[i], bytes);
-    devk_cmp c = {.actual = s->t[i].ptr,
-                  .snapshot = snapshot ? s->snap[i].ptr : s->t[i].ptr,
-                  .expected = exp,
-                  .n = s->t[i].numel,
+    devk_cmp c = {.actual = again->t[i].ptr,
+                  .snapshot = first->t[i].ptr,
+                  .expected = s->set[WK_SET_REF].t[i].ptr,
+                  .n = again->t[i].numel,
                   .dt = t->dt,
                   .poison_a = pa[t->dt],
                   .poison_b = pb[t->dt],
                   .stats = e->g->stats};
     tolerance(e, t->dt, &c.atol, &c.rtol);
-    if (!r) r = devk_compare(DRV, &e->g->dk, e->g->stream, &c, &st[i]);
-    /* the reference leaves the device again: scrubbed first, so a later allocation that
-     * reuses this memory finds no trace of it */
-    if (exp && !r) r = DRV->cuMemsetD8Async(exp, 0, s->t[i].bytes, e->g->stream);
-    if (exp && !r) r = DRV->cuStreamSynchronize(e->g->stream);
-    if (exp) DRV->cuMemFree(exp);
+    CUresult r = devk_compare(DRV, &e->g->dk, e->g->stream, &c, &st[i]);
     if (r) return wk_cuda_fail(e, r, "comparing outputs");
     e->mismatches += st[i].mismatches;
   }
-  const char *pre = bench ? "after the timing loop, " : "";
   char where[300];
-  snprintf(where, sizeof where, "shape %s, trial %d", s->label, trial + 1);
+  snprintf(where, sizeof where, "%sshape %s, trial %d%s", s->held_out ? "held-out " : "", s->label,
+           trial + 1, trial < s->nstress ? " (stress inputs)" : "");
   for (int i = 0; i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].unwritten) {
-      if (set_worst(e, s, i, ref[i], st[i].first_unwritten)) return -1;
-      return wk_fail(e, bench ? "wrong" : "unwritten", stage,
-                     "%s%llu of %llu elements of %s were never written (first at flat index "
+      if (set_worst(e, s, i, again, st[i].first_unwritten)) return -1;
+      return wk_fail(e, "unwritten", "verify",
+                     "%llu of %llu elements of %s were never written (first at flat index "
                      "%llu; %s)",
-                     pre, (unsigned long long)st[i].unwritten, (unsigned long long)s->t[i].numel,
+                     (unsigned long long)st[i].unwritten, (unsigned long long)again->t[i].numel,
                      e->tensors[i].name, (unsigned long long)st[i].first_unwritten, where);
     }
-  for (int i = 0; snapshot && i < e->ntensors; i++)
+  for (int i = 0; i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].nondet) {
-      if (set_worst(e, s, i, ref[i], st[i].first_nondet)) return -1;
-      return wk_fail(e, "nondeterministic", stage,
-                     "two runs on the same inputs differ in %llu of %llu elements of %s (first "
-                     "at flat index %llu; %s)",
-                     (unsigned long long)st[i].nondet, (unsigned long long)s->t[i].numel,
+      if (set_worst(e, s, i, again, st[i].first_nondet)) return -1;
+      return wk_fail(e, "nondeterministic", "verify",
+                     "two runs on the same inputs (in other buffers) differ in %llu of %llu "
+                     "elements of %s (first at flat index %llu; %s)",
+                     (unsigned long long)st[i].nondet, (unsigned long long)again->t[i].numel,
                      e->tensors[i].name, (unsigned long long)st[i].first_nondet, where);
     }
   int worst_i = -1;
@@ -427,53 +433,100 @@ static int compare_outputs(wk_eval *e, wk_shape *s, void **ref, const uint64_t *
       worst_i = i;
   if (worst_i >= 0 && (st[worst_i].worst_key > e->worst_key || !e->worst.have)) {
     e->worst_key = st[worst_i].worst_key;
-    if (set_worst(e, s, worst_i, ref[worst_i], st[worst_i].worst_index)) return -1;
+    if (set_worst(e, s, worst_i, again, st[worst_i].worst_index)) return -1;
   }
   for (int i = 0; i < e->ntensors; i++)
     if (e->tensors[i].output && st[i].mismatches) {
-      if (i != worst_i && set_worst(e, s, i, ref[i], st[i].worst_index)) return -1;
+      if (i != worst_i && set_worst(e, s, i, again, st[i].worst_index)) return -1;
       wk_worst *w = &e->worst;
-      return wk_fail(e, "wrong", stage,
-                     "%s%llu of %llu elements of %s differ from the reference (%llu NaN); worst "
+      return wk_fail(e, "wrong", "verify",
+                     "%llu of %llu elements of %s differ from the reference (%llu NaN); worst "
                      "at flat index %llu: expected %.9g, got %.9g (%s)",
-                     pre, (unsigned long long)st[i].mismatches, (unsigned long long)s->t[i].numel,
+                     (unsigned long long)st[i].mismatches, (unsigned long long)again->t[i].numel,
                      e->tensors[i].name, (unsigned long long)st[i].nans,
                      (unsigned long long)w->flat, w->expected, w->actual, where);
     }
   return 0;
 }
 
-static int snapshot_outputs(wk_eval *e, wk_shape *s) {
+/* ---- the trial loop ------------------------------------------------------------------------ */
+
+/* Runs the candidate on set k (outputs poisoned with `pattern` first) and waits for it: only
+ * then may a digest, whose key is its argument, be launched. */
+static int run_candidate(wk_eval *e, wk_shape *s, int k, const uint64_t *pattern,
+                         const char *what) {
+  if (wk_poison_outputs(e, &s->set[k], pattern) || wk_plan_run(e, &s->cand, 1, &s->set[k]) ||
+      wk_plan_sync(e, 1, what))
+    return -1;
+  return wk_slack_intact(e, s, &s->set[k], pattern, "verify");
+}
+
+static int digest(wk_eval *e, wk_set *set, int outputs, int k) {
+  CUresult r = wk_digest_set(e, set, outputs, slot(e, k));
+  return r ? wk_cuda_fail(e, r, "digesting") : 0;
+}
+
+/* The name of the first input whose contents differ between sets a and b (by digest). */
+static const char *changed_input(wk_eval *e, wk_shape *s, int a, int b) {
   for (int i = 0; i < e->ntensors; i++) {
-    if (!e->tensors[i].output) continue;
-    CUresult r = DRV->cuMemcpyDtoDAsync(s->snap[i].ptr, s->t[i].ptr, s->t[i].bytes, e->g->stream);
-    if (r) return wk_cuda_fail(e, r, "copying the first run's outputs");
+    if (e->tensors[i].output) continue;
+    uint64_t d[2] = {0, 0};
+    CUresult r = DRV->cuMemsetD32Async(slot(e, 6), 0, 4, e->g->stream);
+    for (int k = 0; k < 2 && !r; k++)
+      r = devk_digest(DRV, &e->g->dk, e->g->stream, s->set[k ? b : a].t[i].ptr,
+                      s->set[a].t[i].bytes, e->key, slot(e, 6 + k));
+    if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
+    if (!r) r = DRV->cuMemcpyDtoH(d, slot(e, 6), 16);
+    if (r || d[0] != d[1]) return e->tensors[i].name;
   }
+  return "?";
+}
+
+/* Reads the trial's digests back and checks every input digest equals the first. */
+static int inputs_unchanged(wk_eval *e, wk_shape *s, int first, int trial, uint64_t *d) {
+  CUresult r = DRV->cuStreamSynchronize(e->g->stream);
+  if (!r) r = DRV->cuMemcpyDtoH(d, slot(e, 0), 8 * D_SLOTS);
+  if (r) return wk_cuda_fail(e, r, "reading digests");
+  if (d[D_IN_AFTER1] != d[D_IN] || d[D_IN_AFTER2] != d[D_IN])
+    return wk_fail(e, "input_modified", "verify",
+                   "the candidate wrote to input %s during its %s run (its keyed digest over the "
+                   "whole allocation changed; shape %s, trial %d)",
+                   d[D_IN_AFTER1] != d[D_IN] ? changed_input(e, s, first, WK_SET_REF)
+                                             : changed_input(e, s, WK_SET_AGAIN, first),
+                   d[D_IN_AFTER1] != d[D_IN] ? "first" : "second", s->label, trial + 1);
+  if (d[D_REF_IN] != d[D_IN])
+    return wk_fail(e, "input_modified", "verify",
+                   "the candidate wrote into the reference's copy of input %s, outside its own "
+                   "buffers (shape %s, trial %d)",
+                   changed_input(e, s, WK_SET_REF, WK_SET_AGAIN), s->label, trial + 1);
   return 0;
 }
 
 int wk_verify_shape(wk_eval *e, wk_shape *s) {
   for (int trial = 0; trial < e->trials; trial++) {
-    uint64_t before[WK_MAX_TENSORS] = {0};
-    if (wk_gen_inputs(e, s, trial)) return -1;
-    void **ref = reference_outputs(e, s, trial);
-    if (!ref) return -1;
-    if (checksum_inputs(e, s, before)) return -1;
-    if (run_candidate(e, s, wk_poison_a, "running the candidate", "verify")) return -1;
-    if (inputs_unchanged(e, s, before, trial, "first") || snapshot_outputs(e, s)) return -1;
-    if (run_candidate(e, s, wk_poison_b, "running the candidate again", "verify")) return -1;
-    if (inputs_unchanged(e, s, before, trial, "second")) return -1;
-    if (compare_outputs(e, s, ref, wk_poison_a, wk_poison_b, 1, "verify", trial)) return -1;
+    int first = trial % WK_ROTATE, nsets = s->set[1].t[0].ptr ? WK_ROTATE : 1;
+    if (nsets == 1) first = 0;
+    wk_set *p = &s->set[first], *again = &s->set[WK_SET_AGAIN], *ref = &s->set[WK_SET_REF];
+    uint64_t d[D_SLOTS];
+    CUresult r = DRV->cuMemsetD32Async(slot(e, 0), 0, 2 * D_SLOTS, e->g->stream);
+    if (r) return wk_cuda_fail(e, r, "clearing digests");
+    if (wk_gen_inputs(e, s, first, trial)) return -1;
+    if (wk_copy_inputs(e, s, first, WK_SET_AGAIN) || wk_copy_inputs(e, s, first, WK_SET_REF))
+      return -1;
+    if (digest(e, p, 0, D_IN)) return -1;
+    if (run_candidate(e, s, first, wk_poison_a, "running the candidate")) return -1;
+    if (digest(e, p, 0, D_IN_AFTER1) || digest(e, p, 1, D_OUT1)) return -1;
+    if (run_candidate(e, s, WK_SET_AGAIN, wk_poison_b, "running the candidate again")) return -1;
+    if (digest(e, again, 0, D_IN_AFTER2) || digest(e, ref, 0, D_REF_IN)) return -1;
+    if (inputs_unchanged(e, s, first, trial, d)) return -1;
+    if (reference_outputs(e, s, trial)) return -1;
+    if (compare_outputs(e, s, p, again, wk_poison_a, wk_poison_b, trial)) return -1;
+    if (wk_poison_outputs(e, ref, wk_poison_b)) return -1; /* the reference's outputs go */
+    p->in_digest = d[D_IN];
+    p->out_digest = d[D_OUT1];
+    p->verified = 1;
     e->trials_done++;
+    if (trial < s->nstress) e->stress_done++;
   }
   return 0;
-}
-
-int wk_recheck(wk_eval *e, wk_shape *s, const char *stage) {
-  int trial = e->trials - 1;
-  void **ref = reference_outputs(e, s, trial); /* cached by the trial loop */
-  if (!ref) return -1;
-  if (run_candidate(e, s, wk_poison_a, "running the candidate after the timing loop", stage))
-    return -1;
-  return compare_outputs(e, s, ref, wk_poison_a, wk_poison_a, 0, stage, trial);
 }

@@ -136,6 +136,13 @@ def case(label, req_blobs, want, stage=None, extra=None):
 
 case("correct add", vadd_request("add", SMALL), "ok", "done",
      lambda r: r["verify"]["trials"] == 15 and r["verify"]["shapes"] == 3)
+secret, secret_blobs = vadd_request("add", SMALL)
+del secret["verify"]["seed"]
+for sh in secret["shapes"]:  # one stress trial per shape: values near f32's limit
+    sh["stress"] = [{"a": {"kind": "uniform", "a": -1e38, "b": 1e38},
+                     "b": {"kind": "uniform", "a": -1e38, "b": 1e38}}]
+case("secret seed and a stress trial", (secret, secret_blobs), "ok", "done",
+     lambda r: r["verify"]["seed"] == "secret" and r["verify"]["stress_trials"] == 3)
 case("add with device printf", vadd_request("add_printf", SMALL), "ok")
 case("does nothing", vadd_request("add_nothing", SMALL), "unwritten", "verify",
      lambda r: r["verify"]["worst"]["flat"] == 0)
@@ -171,9 +178,9 @@ case("softmax, block per row", softmax_request("softmax_block", [(4096, 1000), (
 case("softmax without barriers", softmax_request("softmax_racy", [(4096, 1000), (1, 8193)]),
      ("wrong", "nondeterministic"), "verify")
 case("skips work after 40 calls", vadd_request("add_skip_after", [BIG], bench=BENCH), "wrong",
-     "bench", lambda r: "after the timing loop" in r["message"])
+     "bench", lambda r: "repetition" in r["message"])
 good = case("bench: plain add vs reference", vadd_request("add", [BIG, 4097], bench=BENCH), "ok",
-            "done")
+            "done", lambda r: r["bench"]["input_sets"] == 3 and r["bench"]["ref_alone_ms"] > 0)
 vec = case("bench: float4 add vs reference",
            vadd_request("add_vec4", [BIG, 4097, 5, 1], bench=BENCH, vec=4), "ok", "done")
 case("cost claims 100x the bytes", vadd_request("add", [BIG], bench=BENCH, cost_scale=100),
