@@ -140,6 +140,7 @@ void kevo_gpu_close(kevo_gpu *g) {
   g->refs = NULL;
   if (g->drv.lib && g->ctx) {
     devk_unload(DRV, &g->dk);
+    wk_pool_drain(g);
     if (g->flush) DRV->cuMemFree(g->flush);
     if (g->stats) DRV->cuMemFree(g->stats);
     if (g->stream) DRV->cuStreamDestroy(g->stream);

@@ -27,6 +27,7 @@ enum {
   WK_ROTATE = 3,
   WK_SET_AGAIN = 3,
   WK_SET_REF = 4,
+  WK_POOL = 48,
 };
 
 /* Allocations are rounded up to this, the driver's own granularity, and everything past a
@@ -64,9 +65,19 @@ struct kevo_gpu {
   CUdeviceptr flush; /* L2 flush buffer */
   size_t flush_bytes;
   unsigned flush_count;
-  CUdeviceptr stats; /* one devk_stats, one u64 checksum */
+  CUdeviceptr stats; /* one devk_stats, digest slots, a guard word */
   wk_refcache *refs;
+  /* device buffers freed by one evaluation, kept for the next (the same shapes come again and
+   * again in a search: cuMemAlloc of a large buffer costs milliseconds) */
+  struct {
+    CUdeviceptr ptr;
+    size_t bytes;
+  } pool[WK_POOL];
+  int npool;
+  size_t pool_bytes;
 };
+/* Releases every pooled buffer (before the context goes, or when memory runs short). */
+void wk_pool_drain(kevo_gpu *g);
 
 typedef struct wk_tensor {
   char name[WK_NAME];

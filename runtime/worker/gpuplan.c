@@ -176,9 +176,50 @@ static size_t round_grain(size_t n) {
   return n ? (n + WK_ALLOC_GRAIN - 1) / WK_ALLOC_GRAIN * WK_ALLOC_GRAIN : WK_ALLOC_GRAIN;
 }
 
+/* The pool keeps at most this much device memory between evaluations. */
+#define WK_POOL_CAP ((size_t)24 << 30)
+
+void wk_pool_drain(kevo_gpu *g) {
+  for (int i = 0; i < g->npool; i++)
+    g->drv.cuMemFree(g->pool[i].ptr);
+  g->npool = 0;
+  g->pool_bytes = 0;
+}
+
+/* A device buffer of exactly `bytes`: from the pool when one that size is there. */
+static CUresult pool_alloc(kevo_gpu *g, CUdeviceptr *p, size_t bytes) {
+  for (int i = 0; i < g->npool; i++)
+    if (g->pool[i].bytes == bytes) {
+      *p = g->pool[i].ptr;
+      g->pool_bytes -= bytes;
+      g->pool[i] = g->pool[--g->npool];
+      return CUDA_SUCCESS;
+    }
+  CUresult r = g->drv.cuMemAlloc(p, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY && g->npool) { /* give the pool back and try again */
+    wk_pool_drain(g);
+    r = g->drv.cuMemAlloc(p, bytes);
+  }
+  return r;
+}
+
+/* Back to the pool (its contents are overwritten before any use: inputs drawn, outputs and
+ * scratch poisoned or zeroed), or freed when the pool is full. */
+static void pool_free(kevo_gpu *g, wk_buf *b) {
+  if (!b->ptr) return;
+  if (g->npool < WK_POOL && g->pool_bytes + b->bytes <= WK_POOL_CAP) {
+    g->pool[g->npool].ptr = b->ptr;
+    g->pool[g->npool++].bytes = b->bytes;
+    g->pool_bytes += b->bytes;
+  } else {
+    g->drv.cuMemFree(b->ptr);
+  }
+  b->ptr = 0;
+}
+
 static int alloc_buf(wk_eval *e, wk_buf *b, size_t bytes, const char *what, int cand) {
   b->bytes = round_grain(bytes);
-  CUresult r = DRV->cuMemAlloc(&b->ptr, b->bytes);
+  CUresult r = pool_alloc(e->g, &b->ptr, b->bytes);
   if (r == CUDA_SUCCESS) r = DRV->cuMemsetD8Async(b->ptr, 0, b->bytes, e->g->stream);
   if (r == CUDA_SUCCESS) return 0;
   b->ptr = 0;
@@ -362,10 +403,10 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {
   for (int k = 0; k < WK_SETS; k++)
     for (int i = 0; i < WK_MAX_TENSORS; i++)
-      if (s->set[k].t[i].ptr) DRV->cuMemFree(s->set[k].t[i].ptr);
+      pool_free(e->g, &s->set[k].t[i]);
   for (int i = 0; i < WK_MAX_SCRATCH; i++) {
-    if (s->cand.scratch[i].ptr) DRV->cuMemFree(s->cand.scratch[i].ptr);
-    if (s->ref.scratch[i].ptr) DRV->cuMemFree(s->ref.scratch[i].ptr);
+    pool_free(e->g, &s->cand.scratch[i]);
+    pool_free(e->g, &s->ref.scratch[i]);
   }
   memset(s, 0, sizeof *s);
 }
