@@ -125,6 +125,16 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
     printf("  %-12s %.0f trials x %.0f shapes, %.0f mismatches\n", "verify",
            eval_jnum(ver, "trials"), eval_jnum(ver, "shapes"),
            isnan(eval_jnum(ver, "mismatches")) ? 0 : eval_jnum(ver, "mismatches"));
+  const cJSON *held = cJSON_GetObjectItem(ver, "held_out"), *it;
+  if (cJSON_GetArraySize(held) > 0) {
+    printf("  %-12s", "held-out");
+    cJSON_ArrayForEach(it, held) printf(" %s", cJSON_GetStringValue(it));
+    printf(" (drawn from the domain for this evaluation; %.0f stress trials; inputs' seed %s)\n",
+           isnan(eval_jnum(ver, "stress_trials")) ? 0 : eval_jnum(ver, "stress_trials"),
+           *eval_jstr(ver, "seed") ? eval_jstr(ver, "seed") : "given");
+  }
+  cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "warnings"))
+    printf("  %-12s %s\n", "warning", cJSON_GetStringValue(it));
   if (cJSON_IsObject(bn)) {
     printf("  %-12s %.4g ms median (p10 %.4g, p90 %.4g, rse %.2g%%, %.0f reps)\n", "time",
            eval_jnum(bn, "median_ms"), eval_jnum(bn, "p10_ms"), eval_jnum(bn, "p90_ms"),
@@ -132,6 +142,9 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
     printf("  %-12s %.4g ms median, speed-up %.3gx\n",
            cJSON_GetObjectItem(bn, "eager_ms") ? "torch eager" : "reference",
            eval_jnum(bn, "ref_median_ms"), eval_jnum(bn, "speedup"));
+    if (cJSON_GetObjectItem(bn, "ref_alone_ms"))
+      printf("  %-12s %.4g ms alone (drift %.1f%% between the candidate's repetitions)\n", "",
+             eval_jnum(bn, "ref_alone_ms"), eval_jnum(bn, "ref_drift_pct"));
     if (cJSON_GetObjectItem(bn, "compiled_ms")) /* a PyTorch reference (docs/kbench.md) */
       printf("  %-12s %.4g ms median, speed-up %.3gx\n", "torch.compile",
              eval_jnum(bn, "compiled_ms"), eval_jnum(bn, "speedup_compiled"));

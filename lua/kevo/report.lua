@@ -210,6 +210,12 @@ function M.text(m)
   else
     add("  measured    %s", M.fingerprint_line(b))
   end
+  local v = (b.result or {}).verify or {}
+  if v.held_out and #v.held_out > 0 then
+    add("  verified    on held-out shapes %s (drawn for that evaluation), %d stress trials, seed %s",
+        table.concat(v.held_out, " "), v.stress_trials or 0, tostring(v.seed or "given"))
+  end
+  for _, w in ipairs((b.result or {}).warnings or {}) do add("  warning     %s", w) end
   add("  lineage     %s", M.lineage_line(m.lineage))
   return table.concat(out, "\n") .. "\n"
 end
@@ -232,7 +238,10 @@ function M.summary(m)
     s.best = {candidate = b.candidate, evaluation = b.id, origin = c.origin, lang = c.lang, knobs = c.knobs,
               speedup = b.speedup, median_ms = b.median_ms, ref_median_ms = b.ref_median_ms,
               roofline_pct = b.roofline_pct, gbps = b.gbps, fingerprint = b.fingerprint,
-              source_hash = c.source_hash}
+              source_hash = c.source_hash,
+              held_out = ((b.result or {}).verify or {}).held_out or json.array(),
+              stress_trials = ((b.result or {}).verify or {}).stress_trials,
+              warnings = (b.result or {}).warnings or json.array()}
     for _, l in ipairs(m.lineage) do
       s.lineage[#s.lineage + 1] = {candidate = l.id, origin = l.origin, verdict = l.eval and l.eval.verdict,
                                    speedup = l.eval and l.eval.ok and l.eval.speedup or nil}

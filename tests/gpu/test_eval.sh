@@ -73,7 +73,18 @@ for line in io.lines(list) do
     for alt in want:gmatch("[^|]+") do right = right or res.verdict == alt end
     local mark = right and "ok  " or "FAIL"
     if not right then fails = fails + 1 end
-    print(string.format("%s %-32s want %-16s got %-16s %s", mark, file, want, res.verdict, res.message))
+    local extra = {}
+    local v = res.verify or {}
+    if v.held_out and #v.held_out > 0 then extra[#extra + 1] = "held-out " .. table.concat(v.held_out, " ") end
+    if (v.stress_trials or 0) > 0 then extra[#extra + 1] = v.stress_trials .. " stress trials" end
+    for _, w in ipairs(res.warnings or {}) do extra[#extra + 1] = "warning: " .. w end
+    local b = res.bench
+    if b and b.median_ms then
+      extra[#extra + 1] = string.format("%.4g ms, %.3gx, ref alone %.4g ms, drift %.1f%%, floor %.4g ms",
+        b.median_ms, b.speedup or 0, b.ref_alone_ms or 0, b.ref_drift_pct or 0, b.floor_ms or 0)
+    end
+    print(string.format("%s %-32s want %-16s got %-16s %s%s", mark, file, want, res.verdict, res.message,
+      #extra > 0 and " [" .. table.concat(extra, "; ") .. "]" or ""))
   end
 end
 for _, ev in pairs(evs) do
