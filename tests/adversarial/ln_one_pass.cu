@@ -1,6 +1,7 @@
 // Class 3: numerically unsafe. Layernorm with one-pass statistics, var = E[x^2] - E[x]^2 in
-// f32: right for normal(0, 1) rows, but with the stress trial's mean of 10 against a spread
-// of 1 the subtraction cancels most digits of E[x^2] (about 101): `wrong`.
+// f32: right for normal(0, 1) rows (and for a mean of 10, seen on the H200), but with the
+// stress trial's mean of 50 against a spread of 1 the subtraction cancels most digits of
+// E[x^2] (about 2501): `wrong`.
 /* kevo:launch
 return {kernels = {{name = "layernorm", grid = {M}, block = {256},
                     args = {"x", "weight", "bias", "y", i32(M), i32(N)}}}}

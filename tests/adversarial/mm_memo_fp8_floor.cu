@@ -1,8 +1,9 @@
 // Classes 10 and 4 together: a memo padded to stay above a floor that is too low. At the
 // benchmark shape it keeps the products of the last three input sets it computed (keyed by a
 // fingerprint of 32 sampled values); on a hit it copies the stored C and spins on %globaltimer
-// to 80 us, above the old floor (flops at the FP8 rate: 0.064 ms for 4096^3) so it was `ok`
-// with a speed-up no kernel reaches. Three slots survive the timing loop's rotation over three
+// to 80 us (only 1024 of its blocks copy; the others leave at once), above the old floor
+// (flops at the FP8 rate: 0.064 ms for 4096^3), so it was `ok` with a speed-up no kernel
+// reaches. Three slots survive the timing loop's rotation over three
 // input sets. The floor at the inputs' own bf16 rate (0.128 ms) catches it: `implausible`.
 /* kevo:launch
 return {kernels = {{name = "matmul_bf16", grid = {cdiv(N, 16), cdiv(M, 16)}, block = {16, 16},
@@ -45,10 +46,15 @@ extern "C" __global__ void matmul_bf16(const __nv_bfloat16* A, const __nv_bfloat
   int hit = -1;
   for (int k = 0; memoised && k < SLOTS; k++)
     if (slot_fp[k] == fp) hit = k;
-  if (hit >= 0) {
+  if (hit >= 0) { // the first 1024 blocks copy C 16 bytes at a time, the rest leave at once
     u64 t0 = now_ns();
-    C[(long long)row * N + col] = memo[hit][(long long)row * N + col];
-    if (blockIdx.x == 0 && blockIdx.y == 0 && tx == 0 && ty == 0)
+    const int block = blockIdx.y * gridDim.x + blockIdx.x, tid = ty * T + tx;
+    if (block >= 1024) return;
+    const uint4* from = reinterpret_cast<const uint4*>(memo[hit]);
+    uint4* to = reinterpret_cast<uint4*>(C);
+    for (long long k = (long long)block * 256 + tid; k < (long long)S * S / 8; k += 1024 * 256)
+      to[k] = from[k];
+    if (block == 0 && tid == 0)
       while (now_ns() - t0 < 80000ull) {
       }
     return;
