@@ -105,6 +105,26 @@ print(string.format("cold cache          %.2f candidates/s; medians: compile %.1
 cm, vm, bm = stages(warm)
 print(string.format("warm cache          %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f ms, worker bench %.1f ms", n / t_warm, cm, vm, bm))
 
+-- racing: the same warm batch judged by an evaluator that times every candidate in full
+local function bench_ms(res)
+  local total, raced = 0, 0
+  for _, r in ipairs(res) do
+    total = total + (r.bench and r.bench.ms or 0)
+    if r.bench and r.bench.raced then raced = raced + 1 end
+  end
+  return total, raced
+end
+do
+  local full_ev <close> = assert(evaluator.new{recipe = recipe, race = false})
+  local t1 = kevo.clock()
+  local full = full_ev:evaluate_many(batch(true))
+  local t_full = kevo.clock() - t1
+  local raced_ms, nraced = bench_ms(warm)
+  local full_ms = bench_ms(full)
+  print(string.format("racing              %d of %d raced; worker bench %.0f ms in all vs %.0f ms timing every candidate in full (%.0f%% saved); warm %.2f vs %.2f candidates/s",
+        nraced, n, raced_ms, full_ms, full_ms > 0 and 100 * (1 - raced_ms / full_ms) or 0, n / t_warm, n / t_full))
+end
+
 -- Triton: the recipe's Triton seed over its knob space, each source made unique by a comment
 local tseed
 for _, sd in ipairs(ev:recipe().seeds) do if sd.lang == "triton" then tseed = sd break end end

@@ -23,9 +23,10 @@ uint64_t eval_secret64(void);
 /* The worker's evaluate request for recipe r at shapes sh (everything but the plans, which the
  * caller adds to shapes[i].candidate / .reference): ncand candidate modules (blobs
  * 0..ncand-1), then the reference (blob ncand). seed 0: none is sent, the worker draws a secret
- * one for this evaluation. Each shape carries its stress inits, held-out ones "held_out": true. */
+ * one for this evaluation. Each shape carries its stress inits, held-out ones "held_out": true.
+ * race_ms > 0: the incumbent's median, for racing (docs/worker.md "Racing"). */
 int eval_build_request(const kevo_recipe *r, const eval_shapes *sh, const eval_config *cfg,
-                       uint64_t seed, cJSON *req, int ncand, kevo_error *err);
+                       uint64_t seed, double race_ms, cJSON *req, int ncand, kevo_error *err);
 
 /* What a launch chunk may see of the device, from the worker's hello (dev NULL: unknown). */
 void eval_device_of(const cJSON *dev, launch_device *out);

@@ -65,7 +65,7 @@ static double expr_at(const char *expr, const kevo_shape *sh, double def) {
 /* The request's recipe part: tensors, shapes (label, params, numel, dims, init), verify,
  * bench, cost. */
 int eval_build_request(const kevo_recipe *r, const eval_shapes *shs, const eval_config *cfg,
-                       uint64_t seed, cJSON *req, int ncand, kevo_error *err) {
+                       uint64_t seed, double race_ms, cJSON *req, int ncand, kevo_error *err) {
   cJSON_AddStringToObject(req, "op", "evaluate");
   cJSON *mods = cJSON_AddArrayToObject(req, "modules");
   for (int i = 0; i <= ncand; i++) { /* the candidate's modules, then the reference */
@@ -152,6 +152,7 @@ int eval_build_request(const kevo_recipe *r, const eval_shapes *shs, const eval_
   cJSON_AddNumberToObject(bench, "max_reps", 2000);
   cJSON_AddNumberToObject(bench, "target_rse", 0.01);
   cJSON_AddBoolToObject(bench, "l2_flush", 1);
+  if (race_ms > 0) cJSON_AddNumberToObject(bench, "race_ms", race_ms);
   cJSON *cost = cJSON_AddObjectToObject(req, "cost");
   cJSON_AddNumberToObject(cost, "bytes", expr_at(r->cost_bytes, &r->shapes[0], 0));
   cJSON_AddNumberToObject(cost, "flops", expr_at(r->cost_flops, &r->shapes[0], 0));

@@ -40,6 +40,7 @@ struct evaluator {
   char torch_key[80];
   cJSON *torch_base;
   uint64_t session_seed; /* secret (getrandom): the external reference's inputs */
+  double incumbent_ms;   /* the fastest median of an ok candidate timed in full so far */
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -54,7 +55,7 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
     return rc;
   }
   ev->recipe = recipe;
-  ev->cfg = cfg ? *cfg : (eval_config){.bench = 1, .seed = 0};
+  ev->cfg = cfg ? *cfg : (eval_config){.bench = 1, .seed = 0, .race = 1};
   ev->session_seed = eval_secret64() | 1; /* never 0, which means "the worker draws one" */
   if (!cfg) ev->cfg.trials = MIN_TRIALS;
   kevo_buf_init(&ev->ref_src, 16 << 20);
@@ -545,7 +546,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
    * are computed by another process, so its seed is the evaluator's own secret (drawn once) */
   uint64_t seed = ev->cfg.seed ? ev->cfg.seed : ev->torch_key[0] ? ev->session_seed : 0;
   eval_shapes_make(ev->recipe, !ev->torch_key[0], &shs);
-  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, req, ncand, &err)) {
+  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, ev->cfg.race ? ev->incumbent_ms : 0,
+                         req, ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }
@@ -616,6 +618,12 @@ judged:
     eval_merge_reply(res, reply.header, dev);
     kevo_frame_free(&reply);
     record_shapes(res, &shs, seed);
+    const cJSON *bn = cJSON_GetObjectItem(res, "bench");
+    double med = eval_jnum(bn, "median_ms");
+    if (cJSON_IsTrue(cJSON_GetObjectItem(res, "ok")) && med > 0 &&
+        !cJSON_IsTrue(cJSON_GetObjectItem(bn, "raced")) &&
+        (ev->incumbent_ms <= 0 || med < ev->incumbent_ms))
+      ev->incumbent_ms = med;
   }
 
 done:

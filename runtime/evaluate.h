@@ -38,12 +38,13 @@ typedef struct eval_config {
   uint64_t seed;     /* inputs of the trials; 0: a secret seed per evaluation (getrandom) */
   int trials;        /* at least 5 (less is raised to 5) */
   double deadline_s; /* for the worker's answer; 0: 120 */
+  int race;          /* stop timing a candidate clearly slower than the fastest ok one so far */
 } eval_config;
 
 typedef struct evaluator evaluator;
 
 /* An evaluator for `recipe` (it takes ownership and frees it) with a worker client made from
- * wopts (NULL: defaults). cfg NULL: bench on, secret seed, 5 trials, 120 s. */
+ * wopts (NULL: defaults). cfg NULL: bench on, secret seed, 5 trials, 120 s, racing on. */
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err);
 void evaluator_free(evaluator *ev);

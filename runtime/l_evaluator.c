@@ -2,7 +2,7 @@
  *   local evaluator = require "kevo.evaluator"
  *   local ev <close> = evaluator.new{recipe = "recipes/softmax.yaml", arch = "sm_90",
  *                                   worker = nil, deadline_s = 120, seed = 0 (secret), trials = 5,
- *                                   bench = true}
+ *                                   bench = true, race = true}
  *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
  *       recipe may also be a table or userdata with a `path` field (a loaded recipe).
  *   ev:evaluate{lang = "cuda", source = text, launch = chunk, launch_name =, launch_line =,
@@ -40,7 +40,7 @@ static l_evaluator *check_ev(lua_State *L, int idx) {
 
 static int ev_new(lua_State *L) {
   static const char *const keys[] = {"recipe", "arch",   "worker", "deadline_s",
-                                     "seed",   "trials", "bench",  NULL};
+                                     "seed",   "trials", "bench",  "race", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "evaluator.new", keys);
   lua_getfield(L, 1, "recipe");
@@ -52,6 +52,7 @@ static int ev_new(lua_State *L) {
   const char *path = lua_tostring(L, -1);
   eval_config cfg = {.arch = kevo_l_optstr(L, 1, "arch", NULL),
                      .bench = kevo_l_optbool(L, 1, "bench", 1),
+                     .race = kevo_l_optbool(L, 1, "race", 1),
                      .seed = (uint64_t)kevo_l_optint(L, 1, "seed", 0),
                      .trials = (int)kevo_l_optint(L, 1, "trials", 5),
                      .deadline_s = kevo_l_optnum(L, 1, "deadline_s", 120)};

@@ -29,10 +29,14 @@ static cJSON *result_json(wk_eval *e, double ms) {
   cJSON_AddStringToObject(r, "stage", e->stage ? e->stage : "done");
   if (!e->verdict) {
     const cJSON *b = e->bench ? cJSON_GetObjectItemCaseSensitive(e->bench, "speedup") : NULL;
+    const cJSON *raced = e->bench ? cJSON_GetObjectItemCaseSensitive(e->bench, "raced") : NULL;
     if (b)
       snprintf(e->message, sizeof e->message,
-               "verified (%d trials over %d shapes); %.3fx the reference", e->trials_done,
-               e->shapes_done, b->valuedouble);
+               "verified (%d trials over %d shapes); %.3fx the reference%s", e->trials_done,
+               e->shapes_done, b->valuedouble,
+               cJSON_IsTrue(raced) ? " (raced: clearly slower than the fastest so far, timed no "
+                                     "further)"
+                                   : "");
     else
       snprintf(e->message, sizeof e->message, "verified (%d trials over %d shapes)", e->trials_done,
                e->shapes_done);
