@@ -33,7 +33,7 @@ void eval_shapes_make(const kevo_recipe *r, int held, eval_shapes *out) {
   uint64_t rng = eval_secret64();
   for (int tries = 0; held && out->nheld < EVAL_HELD_OUT && tries < 8 * EVAL_HELD_OUT; tries++) {
     kevo_shape sh;
-    if (kevo_recipe_draw_shape(r, &rng, HELD_OUT_BYTES, &sh, NULL)) break;
+    if (kevo_recipe_draw_shape(r, &rng, HELD_OUT_BYTES, (int)out->nheld, &sh, NULL)) break;
     int dup = 0;
     for (size_t j = 0; j < out->n && !dup; j++)
       dup = !strcmp(out->s[j].label, sh.label);

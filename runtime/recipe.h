@@ -167,12 +167,13 @@ void kevo_recipe_infer_domain(kevo_recipe *r);
 
 /* Draws a shape from the recipe's domain with the generator state *rng (splitmix64), for the
  * held-out shapes of an evaluation: each param log-uniform in its range, a multiple of its
- * `multiple`, odd where the multiple is 1 (so no power-of-two tile divides it), redrawn until
+ * `multiple`, odd where the multiple is 1 (so no power-of-two tile divides it; 3 mod 4 for an
+ * even variant, 1 mod 4 for an odd one, where the range allows), redrawn until
  * every tensor has at least one element, every init is valid and the shape moves at most
  * max_bytes over all tensors (halving the largest param as a last resort). out->params and
  * out->label are malloc'ed (kevo_shape_free). KEVO_E_RECIPE when no valid shape is found. */
-int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, kevo_shape *out,
-                           kevo_error *err);
+int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, int variant,
+                           kevo_shape *out, kevo_error *err);
 void kevo_shape_free(kevo_shape *s);
 
 /* Resolves a recipe argument to a file path in out. A path (it has a '/', ends in .yaml/.yml, or

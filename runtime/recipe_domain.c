@@ -44,9 +44,10 @@ static double unit(uint64_t *s) {
   return (double)(next64(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* A value of domain d: log-uniform over [min, max], rounded down to a multiple, odd when the
- * multiple is 1 and the range allows (so it is a multiple of no power-of-two tile). */
-static int64_t draw_value(const kevo_domain *d, uint64_t *s) {
+/* A value of domain d: log-uniform over [min, max], rounded down to a multiple; when the
+ * multiple is 1 and the range allows, odd (a multiple of no power-of-two tile) and 3 mod 4 for
+ * variant 0, 1 mod 4 for variant 1, so two held-out shapes end rows at different alignments. */
+static int64_t draw_value(const kevo_domain *d, uint64_t *s, int variant) {
   double lo = log((double)d->min), hi = log((double)d->max + 1);
   int64_t v = (int64_t)exp(lo + (hi - lo) * unit(s));
   if (v > d->max) v = d->max;
@@ -54,6 +55,14 @@ static int64_t draw_value(const kevo_domain *d, uint64_t *s) {
   v -= v % d->multiple;
   if (v < d->min) v += d->multiple;
   if (d->multiple == 1 && v % 2 == 0) v = v + 1 <= d->max ? v + 1 : v - 1 >= d->min ? v - 1 : v;
+  int64_t want = variant % 2 == 0 ? 3 : 1;
+  if (d->multiple == 1 && v % 4 != want) {
+    int64_t up = v - v % 4 + want, down = up - 4;
+    if (up <= d->max && up >= d->min)
+      v = up;
+    else if (down >= d->min && down <= d->max)
+      v = down;
+  }
   return v;
 }
 
@@ -98,8 +107,8 @@ void kevo_shape_free(kevo_shape *s) {
   memset(s, 0, sizeof *s);
 }
 
-int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, kevo_shape *out,
-                           kevo_error *err) {
+int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, int variant,
+                           kevo_shape *out, kevo_error *err) {
   memset(out, 0, sizeof *out);
   out->nparams = r->nparams;
   if (r->nparams && !(out->params = calloc(r->nparams, sizeof *out->params)))
@@ -109,7 +118,7 @@ int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes
   double bytes = 0;
   for (int attempt = 0; attempt < 64; attempt++) {
     for (size_t k = 0; r->domain && k < r->nparams; k++)
-      out->params[k].value = draw_value(&r->domain[k], rng);
+      out->params[k].value = draw_value(&r->domain[k], rng, variant);
     if (shape_valid(r, out, &bytes) && bytes <= max_bytes) goto found;
   }
   /* too large every time: halve the largest param (within its domain) until it fits */
