@@ -134,7 +134,7 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
            *eval_jstr(ver, "seed") ? eval_jstr(ver, "seed") : "given");
   }
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(res, "warnings"))
-    printf("  %-12s %s\n", "warning", cJSON_GetStringValue(it));
+      printf("  %-12s %s\n", "warning", cJSON_GetStringValue(it));
   if (cJSON_IsObject(bn)) {
     printf("  %-12s %.4g ms median (p10 %.4g, p90 %.4g, rse %.2g%%, %.0f reps)\n", "time",
            eval_jnum(bn, "median_ms"), eval_jnum(bn, "p10_ms"), eval_jnum(bn, "p90_ms"),

@@ -546,8 +546,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
    * are computed by another process, so its seed is the evaluator's own secret (drawn once) */
   uint64_t seed = ev->cfg.seed ? ev->cfg.seed : ev->torch_key[0] ? ev->session_seed : 0;
   eval_shapes_make(ev->recipe, !ev->torch_key[0], &shs);
-  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, ev->cfg.race ? ev->incumbent_ms : 0,
-                         req, ncand, &err)) {
+  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, ev->cfg.race ? ev->incumbent_ms : 0, req,
+                         ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
   }

@@ -39,8 +39,8 @@ static l_evaluator *check_ev(lua_State *L, int idx) {
 }
 
 static int ev_new(lua_State *L) {
-  static const char *const keys[] = {"recipe", "arch",   "worker", "deadline_s",
-                                     "seed",   "trials", "bench",  "race", NULL};
+  static const char *const keys[] = {"recipe", "arch",  "worker", "deadline_s", "seed",
+                                     "trials", "bench", "race",   NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "evaluator.new", keys);
   lua_getfield(L, 1, "recipe");

@@ -64,14 +64,6 @@ static const char devk_source[] =
     "__device__ u64 warp_min(u64 v) {\n"
     "  for (int o = 16; o > 0; o >>= 1) { u64 w = __shfl_down_sync(0xffffffffu, v, o);\n"
     "    v = w < v ? w : v; } return v; }\n"
-    /* every thread runs the same trip count so the warp reductions see full warps */
-    "extern \"C\" __global__ void kv_checksum(const u64 *p, u64 n, u64 *out) {\n"
-    "  u64 acc = 0, stride = (u64)gridDim.x * blockDim.x;\n"
-    "  for (u64 base = blockIdx.x * (u64)blockDim.x; base < n; base += stride) {\n"
-    "    u64 i = base + threadIdx.x; if (i < n) acc += mix64(p[i] ^ mix64(i));\n"
-    "  }\n"
-    "  acc = warp_sum(acc); if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);\n"
-    "}\n"
     /* counts bytes in [start, end) that no longer hold the replicated pattern */
     "extern \"C\" __global__ void kv_guard(const u8 *p, u64 start, u64 end, u64 pat,\n"
     "                                      u64 *out) {\n"
@@ -232,15 +224,10 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   struct {
     CUfunction *f;
     const char *name;
-  } fns[] = {{&k->fill, "kv_fill"},
-             {&k->pattern, "kv_pattern"},
-             {&k->checksum, "kv_checksum"},
-             {&k->compare, "kv_compare"},
-             {&k->locate, "kv_locate"},
-             {&k->guard, "kv_guard"},
-             {&k->digest, "kv_digest"},
-             {&k->l2_claim, "kv_l2_claim"},
-             {&k->l2_release, "kv_l2_release"}};
+  } fns[] = {{&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},
+             {&k->compare, "kv_compare"},   {&k->locate, "kv_locate"},
+             {&k->guard, "kv_guard"},       {&k->digest, "kv_digest"},
+             {&k->l2_claim, "kv_l2_claim"}, {&k->l2_release, "kv_l2_release"}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     r = d->cuModuleGetFunction(fns[i].f, k->mod, fns[i].name);
     if (r != CUDA_SUCCESS) {
@@ -278,13 +265,6 @@ CUresult devk_pattern(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, 
   uint64_t n = nbytes / 8;
   void *args[] = {&p, &n, &pattern};
   return launch(d, k->pattern, s, n, args);
-}
-
-CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
-                       CUdeviceptr out) {
-  uint64_t n = nbytes / 8;
-  void *args[] = {&p, &n, &out};
-  return launch(d, k->checksum, s, n, args);
 }
 
 CUresult devk_digest(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,

@@ -1,6 +1,6 @@
-/* devkernels.h: the worker's own device kernels (input init, poison fill, checksum, compare),
- * written as CUDA C in devkernels.c and compiled once at worker start with NVRTC for the
- * device's own architecture. Knows nothing of Lua. */
+/* devkernels.h: the worker's own device kernels (input init, poison fill, keyed digest, compare,
+ * slack check, L2 reset), written as CUDA C in devkernels.c and compiled once at worker start with
+ * NVRTC for the device's own architecture. Knows nothing of Lua. */
 #ifndef KEVO_DEVKERNELS_H
 #define KEVO_DEVKERNELS_H
 
@@ -16,7 +16,7 @@ enum { DK_NORMAL, DK_UNIFORM, DK_RANDINT };
 
 typedef struct devk {
   CUmodule mod;
-  CUfunction fill, pattern, checksum, compare, locate, guard, digest, l2_claim, l2_release;
+  CUfunction fill, pattern, compare, locate, guard, digest, l2_claim, l2_release;
 } devk;
 
 /* What kv_compare finds, read back to the host. Counts are over the elements compared. */
@@ -41,9 +41,6 @@ CUresult devk_fill(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uin
 /* Writes the 64-bit pattern over nbytes (a multiple of 8, p 8-aligned). */
 CUresult devk_pattern(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
                       uint64_t pattern);
-/* Adds an order-independent 64-bit hash of nbytes (a multiple of 8) into *(u64 *)out. */
-CUresult devk_checksum(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, uint64_t nbytes,
-                       CUdeviceptr out);
 
 /* Adds to *(u64 *)out a keyed, non-linear digest of nbytes (a multiple of 8): without the key,
  * no content can be chosen to match another's digest. The key is a kernel argument, so it
