@@ -570,7 +570,10 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
     rcs[i] = KEVO_OK;
     kevo_error_clear(&errs[i]);
   }
-  int rc = triton_pool_ready(p, NULL, 0, &e0);
+  int rc = KEVO_OK, all_refused = n > 0;
+  for (size_t i = 0; i < n; i++) /* sources over the cap need no server to be refused */
+    all_refused = all_refused && opts[i].source && opts[i].kernel && opts[i].len > MAX_SOURCE;
+  if (!all_refused) rc = triton_pool_ready(p, NULL, 0, &e0);
   job *jobs = rc ? NULL : calloc(n ? n : 1, sizeof *jobs);
   if (!rc && !jobs) rc = kevo_fail(&e0, KEVO_E_NOMEM, "out of memory");
   if (rc) {

@@ -58,8 +58,8 @@ int triton_landlock_abi(char *note, size_t note_len) {
     int e = errno;
     if (note)
       snprintf(note, note_len,
-               "Landlock unavailable (%s): the compile server's writes are confined only by its "
-               "working directory, HOME and TMPDIR, not by the kernel",
+               "Landlock unavailable (%s): each compile still runs under seccomp (no exec, no "
+               "sockets, no chmod), but the kernel does not confine its reads and writes",
                e == ENOSYS       ? "the kernel lacks it"
                : e == EOPNOTSUPP ? "disabled at boot"
                                  : strerror(e));
@@ -67,8 +67,9 @@ int triton_landlock_abi(char *note, size_t note_len) {
   }
   if (note)
     snprintf(note, note_len,
-             "Landlock ABI %ld: the compile server may write only under its temporary directory%s",
-             abi, abi >= 4 ? " and may not open TCP connections" : "");
+             "Landlock ABI %ld: each compile may only read Python and Triton (no write, no "
+             "exec%s), under seccomp; the server writes only under its temporary directory",
+             abi, abi >= 4 ? ", no TCP" : "");
   return (int)abi;
 }
 

@@ -165,6 +165,8 @@ local st = assert(triton.selftest{})
 assert(#st.env == 0, "a compile process has an environment: " .. table.concat(st.env, " "))
 assert(st.sid == st.pid, "a compile process is not in a session of its own")
 assert(st.pid ~= st.zygote)
+local whoami = io.popen("id -u"):read("l")
+if whoami == "0" then assert(st.uid == 65534, "as root, a compile runs as nobody, not " .. st.uid) end
 if sb.landlock > 0 then
   local inside = assert(triton.selftest{write = "probe.txt"})
   assert(inside.write:find("^denied"), inside.write)
