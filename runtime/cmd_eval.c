@@ -1,7 +1,7 @@
 /* kevo eval RECIPE KERNEL: compile, verify and time one kernel against a recipe, and say what
  * to do about it. */
 #include "buf.h"
-#include "evalint.h"
+#include "eval_request.h"
 #include "evaluate.h"
 #include "registry.h"
 
@@ -48,8 +48,8 @@ static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const cha
   int at = seed_index(r, real, lang);
   if (at < 0) return nsets;
   const kevo_source *seed = &r->seeds[at];
-  eval_knobs declared;
-  eval_knobs_declared(lang, src->data, src->len, &declared);
+  recipe_knobs declared;
+  recipe_knobs_declared(lang, src->data, src->len, &declared);
   for (size_t k = 0; k < seed->nknobs && nsets < MAX_SETS; k++) {
     const kevo_knob *kn = &seed->knobs[k];
     int known = kn->nvalues == 0;
@@ -59,7 +59,7 @@ static size_t seed_start_knobs(const kevo_recipe *r, const char *real, const cha
       known = !strcmp(declared.d[j].name, kn->name);
     if (!known) sets[nsets++] = (kevo_define){kn->name, kn->values[0]};
   }
-  eval_knobs_free(&declared);
+  recipe_knobs_free(&declared);
   return nsets;
 }
 

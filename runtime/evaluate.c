@@ -1,8 +1,8 @@
 #include "evaluate.h"
 
 #include "buf.h"
-#include "evalint.h"
-#include "evaltriton.h"
+#include "eval_request.h"
+#include "eval_triton.h"
 #include "launch.h"
 #include "sha256.h"
 #include "torchref.h"
@@ -323,11 +323,11 @@ int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo
     cJSON_AddItemToArray(shapes, sh);
   }
   if (!shapes) return kevo_fail(err, KEVO_E_NOMEM, "no memory for plans");
-  eval_knobs ks;
-  eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, r, &ks);
+  recipe_knobs ks;
+  recipe_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, r, &ks);
   rc = resolve_plans(r, r->shapes, r->nshapes, &cc, ks.d, ks.n, dev ? &ld : NULL, 0, NULL, shapes,
                      "plan", err);
-  eval_knobs_free(&ks);
+  recipe_knobs_free(&ks);
   if (rc) {
     cJSON_Delete(shapes);
     return rc;
@@ -352,11 +352,11 @@ static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSO
   eval_device_of(dev, &ld);
   cJSON *shapes = cJSON_CreateArray();
   cJSON_AddItemToArray(shapes, cJSON_CreateObject());
-  eval_knobs ks;
-  eval_knobs_fill("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
+  recipe_knobs ks;
+  recipe_knobs_fill("triton", cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
   int rc = resolve_plans(ev->recipe, ev->recipe->shapes, 1, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
                          NULL, shapes, "candidate", &b->perr);
-  eval_knobs_free(&ks);
+  recipe_knobs_free(&ks);
   if (rc == KEVO_E_NOGPU) {
     b->pverdict = "no_gpu";
   } else if (rc) {
@@ -557,11 +557,11 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     goto done;
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
-  eval_knobs ks;
-  eval_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
+  recipe_knobs ks;
+  recipe_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
   int lrc = resolve_plans(ev->recipe, shs.s, shs.n, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
                           tri ? NULL : b->cm, shapes, "candidate", &err);
-  eval_knobs_free(&ks);
+  recipe_knobs_free(&ks);
   if (!lrc && tri) lrc = evtri_finish(&b->tp, shapes, dtype_of, ev->recipe, &err);
   if (lrc && !(lrc == KEVO_E_NOGPU && nogpu[0])) {
     set_verdict(res, "launch_error", "compile", "%s", err.msg);
@@ -593,10 +593,10 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     }
     rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
   }
-  eval_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  recipe_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
   lrc = resolve_plans(ev->recipe, shs.s, shs.n, &rc_chunk, ks.d, ks.n, &ld, ncand, ev->ref_mod,
                       shapes, "reference", &err);
-  eval_knobs_free(&ks);
+  recipe_knobs_free(&ks);
   if (lrc) {
     set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
     goto done;

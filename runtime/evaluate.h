@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cudacomp.h"
-#include "evalclient.h"
+#include "cuda_compile.h"
+#include "eval_client.h"
 #include "recipe.h"
 #include "status.h"
 

@@ -1,4 +1,4 @@
-/* kevo.cuda: CUDA C to cubin with NVRTC, in process (runtime/cudacomp.h).
+/* kevo.cuda: CUDA C to cubin with NVRTC, in process (runtime/cuda_compile.h).
  *   cuda.compile(src [, opts]) -> module, info
  *       | nil, "E_COMPILE: name:line:col: message", "E_COMPILE", info
  *       | nil, "E_TIMEOUT: ...", "E_TIMEOUT"   (and other expected failures)
@@ -12,7 +12,7 @@
  *         shared_static, local_bytes, spill_stores, spill_loads}}, ms, cached, hash, arch}
  * Module (kevo.cuda.Module): m:cubin() -> string, m.hash, m.arch, m:info(), m:close();
  * `local m <close> = ...` works. Misuse (bad option key or type, bad define name) raises. */
-#include "cudacomp.h"
+#include "cuda_compile.h"
 #include "lutil.h"
 
 #include <stdio.h>

@@ -14,7 +14,7 @@
  *                  src = {lang, file, source, launch, launch_line, space = {KNOB = {v, ...}}}
  *   ev:stats() -> {spawns, kills, deaths, requests}   (the worker's)
  *   ev:close()  (also __close, __gc) */
-#include "evalclient.h"
+#include "eval_client.h"
 #include "evaluate.h"
 #include "lutil.h"
 

@@ -14,7 +14,7 @@
  *   recipe.knob_defaults(lang, source) -> {NAME = "value", ...}: the defaults a source gives its
  *     knobs itself (CUDA `#ifndef NAME` + `#define NAME value`; Triton `NAME: tl.constexpr =
  *     value`), the values it compiles with when a knob is not given */
-#include "evalint.h"
+#include "eval_request.h"
 #include "lutil.h"
 #include "recipe.h"
 
@@ -255,14 +255,14 @@ static int recipe_knob_defaults(lua_State *L) {
   const char *lang = luaL_checkstring(L, 1);
   size_t len;
   const char *src = luaL_checklstring(L, 2, &len);
-  eval_knobs ks;
-  eval_knobs_declared(lang, src, len, &ks);
+  recipe_knobs ks;
+  recipe_knobs_declared(lang, src, len, &ks);
   lua_createtable(L, 0, (int)ks.n);
   for (size_t i = 0; i < ks.n; i++) {
     lua_pushstring(L, ks.d[i].value);
     lua_setfield(L, -2, ks.d[i].name);
   }
-  eval_knobs_free(&ks);
+  recipe_knobs_free(&ks);
   return 1;
 }
 

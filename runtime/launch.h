@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cudacomp.h"
+#include "cuda_compile.h"
 #include "status.h"
 
 typedef struct cJSON cJSON;

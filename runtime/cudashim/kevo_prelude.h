@@ -3,7 +3,7 @@
  * nvcc compiles a .cu file with the C library's headers already in (cuda_runtime.h pulls in
  * <math.h>, <limits.h>, <stdlib.h>), so ordinary CUDA writes -INFINITY, INT_MAX, M_PI or
  * std::exp with no #include. NVRTC has none of that: this file gives it back, and the files
- * beside it stand in for the C and C++ headers a kernel may name (cudacomp.h lists them).
+ * beside it stand in for the C and C++ headers a kernel may name (cuda_compile.h lists them).
  * Written for kevo: the values are IEEE-754 binary32/binary64 and LP64 facts; the limits
  * macros come from the toolkit's own <cuda/std/climits>. A kernel that defines one of these
  * names again gets NVRTC's warning (as nvcc gives for <math.h>'s), and its own from there on. */

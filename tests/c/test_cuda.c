@@ -2,7 +2,7 @@
  * ptxas resources, the include policy, defines, the cache (memory, disk, corrupt entries),
  * compile_many, the log cap and the timeout. */
 #include "check.h"
-#include "cudacomp.h"
+#include "cuda_compile.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

@@ -2,7 +2,7 @@
  * real frame protocol): deadlines kill and respawn, a dead or crashed worker is replaced and the
  * next request works, garbage is E_WORKER, the environment is scrubbed. */
 #include "check.h"
-#include "evalclient.h"
+#include "eval_client.h"
 
 #include <cjson/cJSON.h>
 

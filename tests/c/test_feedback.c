@@ -1,4 +1,4 @@
-/* The evaluator's feedback to the model (evalfeedback.c) on timing results: a memory-bound
+/* The evaluator's feedback to the model (eval_feedback.c) on timing results: a memory-bound
  * kernel is told its share of the copy bandwidth, a compute-bound one its share of the compute
  * peak, and each gets the advice for its own bound only. */
 #include "check.h"

@@ -12,7 +12,7 @@
  *     plan (triton_plan_signature) and is finished for the compiled module (triton_plan_finish).
  * Whether the kernels compute the right thing is for kevo eval on a GPU. */
 #include "check.h"
-#include "cudacomp.h"
+#include "cuda_compile.h"
 #include "launch.h"
 #include "recipe.h"
 #include "triton.h"

@@ -1,4 +1,4 @@
-#include "evalclient.h"
+#include "eval_client.h"
 
 #include "buf.h"
 

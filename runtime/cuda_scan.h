@@ -1,12 +1,12 @@
-/* cudascan.h: reading the texts around a CUDA compile: a candidate's #include directives
+/* cuda_scan.h: reading the texts around a CUDA compile: a candidate's #include directives
  * (checked before NVRTC sees them) and NVRTC's log (diagnostics and ptxas resource lines).
  * Internal to the cuda*.c files. */
-#ifndef KEVO_CUDASCAN_H
-#define KEVO_CUDASCAN_H
+#ifndef KEVO_CUDA_SCAN_H
+#define KEVO_CUDA_SCAN_H
 
 #include <stddef.h>
 
-#include "cudacomp.h"
+#include "cuda_compile.h"
 
 /* Checks every #include (also %:include, include_next, import) and __has_include in src.
  * A candidate may include only headers that exist under one of incdirs (NULL-terminated),
@@ -15,19 +15,19 @@
  * in memory). Returns 0 when all are fine; else the 1-based line of the first refused one,
  * with the reason in why (a host header such as <torch/extension.h> is named as one). NVRTC
  * would otherwise read "foo.h" from the working directory and any absolute path it is given. */
-int cudascan_includes(const char *src, size_t len, const char *const incdirs[],
+int cuda_scan_includes(const char *src, size_t len, const char *const incdirs[],
                       const char *const shims[], char *why, size_t whylen);
 
 /* Parses NVRTC's log into m->diags (lines of file `name` are the candidate's own; others
  * keep line 0 and name their file in the message) and m->kernels (from ptxas -v lines).
  * Returns KEVO_OK or KEVO_E_NOMEM. Appends to what m already holds. */
-int cudascan_log(const char *log, const char *name, cuda_module *m);
+int cuda_scan_log(const char *log, const char *name, cuda_module *m);
 
 /* Does the log hold at least one error diagnostic? */
-int cudascan_has_error(const cuda_module *m);
+int cuda_scan_has_error(const cuda_module *m);
 
 /* A copy of log without the ptxas info lines (their content is in m->kernels), capped at
  * cap bytes and marked as truncated past it. NULL when out of memory. */
-char *cudascan_clean_log(const char *log, size_t cap);
+char *cuda_scan_clean_log(const char *log, size_t cap);
 
 #endif

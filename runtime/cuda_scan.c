@@ -1,5 +1,5 @@
-/* cudascan.c: the candidate's #include directives, and NVRTC's log. See cudascan.h. */
-#include "cudascan.h"
+/* cuda_scan.c: the candidate's #include directives, and NVRTC's log. See cuda_scan.h. */
+#include "cuda_scan.h"
 
 #include "buf.h"
 
@@ -176,7 +176,7 @@ static int check_operand(const char *t, size_t n, size_t i, const char *what,
   return -1;
 }
 
-int cudascan_includes(const char *src, size_t len, const char *const incdirs[],
+int cuda_scan_includes(const char *src, size_t len, const char *const incdirs[],
                       const char *const shims[], char *why, size_t whylen) {
   spliced sp;
   if (splice(src, len, &sp)) {
@@ -388,7 +388,7 @@ static int is_caret_line(const char *line, size_t len, size_t *col) {
   return carets == 1;
 }
 
-int cudascan_log(const char *log, const char *name, cuda_module *m) {
+int cuda_scan_log(const char *log, const char *name, cuda_module *m) {
   if (!log) return 0;
   cuda_kernel_info *entry = NULL, *props = NULL;
   const char *p = log;
@@ -449,13 +449,13 @@ int cudascan_log(const char *log, const char *name, cuda_module *m) {
   return 0;
 }
 
-int cudascan_has_error(const cuda_module *m) {
+int cuda_scan_has_error(const cuda_module *m) {
   for (size_t i = 0; i < m->ndiags; i++)
     if (strcmp(m->diags[i].severity, "error") == 0) return 1;
   return 0;
 }
 
-char *cudascan_clean_log(const char *log, size_t cap) {
+char *cuda_scan_clean_log(const char *log, size_t cap) {
   kevo_buf out;
   kevo_buf_init(&out, cap + 128);
   int truncated = 0;

@@ -1,9 +1,9 @@
-/* cuda.c: CUDA C to cubin with NVRTC, in process, with a deadline, a content-hash cache and
- * a capped thread pool. See cudacomp.h for the options, the include policy and the timeout. */
-#include "cudacomp.h"
+/* cuda_compile.c: CUDA C to cubin with NVRTC, in process, with a deadline, a content-hash cache and
+ * a capped thread pool. See cuda_compile.h for the options, the include policy and the timeout. */
+#include "cuda_compile.h"
 
-#include "cudacache.h"
-#include "cudascan.h"
+#include "cuda_cache.h"
+#include "cuda_scan.h"
 #include "resources.h"
 #include "sha256.h"
 
@@ -54,11 +54,11 @@ static struct {
   char inc[2][4096]; /* the toolkit's include directory, and its cccl/ when there is one */
   int ninc;
   char default_arch[16];
-  /* the headers kevo gives NVRTC in memory (cudacomp.h): names as included, and texts */
+  /* the headers kevo gives NVRTC in memory (cuda_compile.h): names as included, and texts */
   const char *shim_names[MAX_SHIMS + 1];
   const char *shim_texts[MAX_SHIMS];
   int nshims, has_prelude;
-  char shim_digest[65];
+  char shim_digest[KEVO_HASH_HEX];
 } env;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -191,7 +191,7 @@ typedef struct prepared {
   char arch[16];
   char *argv[MAX_ARGS];
   int argc;
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   double timeout_s;
 } prepared;
 
@@ -510,7 +510,7 @@ void cuda_module_free(cuda_module *m) {
 }
 
 void cuda_cache_clear(void) {
-  cudacache_clear_memory();
+  cuda_cache_clear_memory();
 }
 
 static cuda_module *new_module(const prepared *p) {
@@ -540,7 +540,7 @@ static int refuse(const prepared *p, int line, const char *why, cuda_module **ou
   cuda_module *m = new_module(p);
   char log[1024];
   snprintf(log, sizeof log, "%s(%d): error: %s\n", p->name, line, why);
-  if (!m || !(m->log = strdup(log)) || cudascan_log(log, p->name, m)) {
+  if (!m || !(m->log = strdup(log)) || cuda_scan_log(log, p->name, m)) {
     cuda_module_free(m);
     return kevo_fail(err, KEVO_E_NOMEM, "out of memory");
   }
@@ -552,7 +552,7 @@ static int refuse(const prepared *p, int line, const char *why, cuda_module **ou
 static int compile_prepared(const prepared *p, cuda_module **out, kevo_error *err) {
   double t0 = now_ms();
   *out = NULL;
-  int rc, cached = p->o->no_cache ? 0 : cudacache_get(p->hash, out);
+  int rc, cached = p->o->no_cache ? 0 : cuda_cache_get(p->hash, out);
   if (cached) {
     (*out)->cached = cached;
     (*out)->compile_ms = now_ms() - t0;
@@ -571,13 +571,13 @@ static int compile_prepared(const prepared *p, cuda_module **out, kevo_error *er
     return kevo_fail(err, KEVO_E_UNSUPPORTED,
                      "the CUDA toolkit's headers were not found "
                      "(set KEVO_CUDA_INCLUDE to its include directory)");
-  int bad = cudascan_includes(p->src, p->len, incs, env.shim_names, why, sizeof why);
+  int bad = cuda_scan_includes(p->src, p->len, incs, env.shim_names, why, sizeof why);
   if (bad) return refuse(p, bad, why, out, err);
 
   job *j;
   if ((rc = run_job(p, &j, err))) return rc;
   cuda_module *m = new_module(p);
-  if (!m || cudascan_log(j->log, p->name, m) || !(m->log = cudascan_clean_log(j->log, LOG_CAP))) {
+  if (!m || cuda_scan_log(j->log, p->name, m) || !(m->log = cuda_scan_clean_log(j->log, LOG_CAP))) {
     rc = kevo_fail(err, KEVO_E_NOMEM, "out of memory");
     goto out;
   }
@@ -601,7 +601,7 @@ static int compile_prepared(const prepared *p, cuda_module **out, kevo_error *er
     rc = kevo_fail(err, KEVO_E_INTERNAL, "NVRTC failed: %s", nvrtcGetErrorString(j->rc));
     goto out;
   }
-  if (!p->o->no_cache) cudacache_put(m);
+  if (!p->o->no_cache) cuda_cache_put(m);
   m->compile_ms = now_ms() - t0;
   *out = m;
   m = NULL;

@@ -1,5 +1,5 @@
-/* cudacache.c: the compile cache (memory, then disk). See cudacache.h. */
-#include "cudacache.h"
+/* cuda_cache.c: the compile cache (memory, then disk). See cuda_cache.h. */
+#include "cuda_cache.h"
 
 #include "buf.h"
 #include "sha256.h"
@@ -106,7 +106,7 @@ static void mem_put(const cuda_module *m) {
   cuda_module_free(drop);
 }
 
-void cudacache_clear_memory(void) {
+void cuda_cache_clear_memory(void) {
   pthread_mutex_lock(&mem_lock);
   for (int i = 0; i < MEM_ENTRIES; i++) {
     cuda_module_free(mem[i].m);
@@ -117,7 +117,7 @@ void cudacache_clear_memory(void) {
 
 /* ---- disk --------------------------------------------------------------------------------- */
 
-int cudacache_dir(char *buf, size_t n) {
+int cuda_cache_dir(char *buf, size_t n) {
   const char *env = getenv("KEVO_CACHE");
   if (env && strcmp(env, "off") == 0) return 0;
   int w;
@@ -146,7 +146,7 @@ static int mkdir_p(char *path) {
 /* The entry's path without extension ("<dir>/cuda/ab/abcd..."); 0 when there is no disk. */
 static int entry_base(const char *hash, char *buf, size_t n, int make_dir) {
   char dir[3072];
-  if (!cudacache_dir(dir, sizeof dir)) return 0;
+  if (!cuda_cache_dir(dir, sizeof dir)) return 0;
   char sub[3200];
   snprintf(sub, sizeof sub, "%s/cuda/%.2s", dir, hash);
   if (make_dir && mkdir_p(sub)) return 0;
@@ -323,7 +323,7 @@ static cuda_module *disk_get(const char *hash) {
   return m;
 }
 
-int cudacache_get(const char *hash, cuda_module **out) {
+int cuda_cache_get(const char *hash, cuda_module **out) {
   if ((*out = mem_get(hash))) return 1;
   if ((*out = disk_get(hash))) {
     mem_put(*out);
@@ -332,7 +332,7 @@ int cudacache_get(const char *hash, cuda_module **out) {
   return 0;
 }
 
-void cudacache_put(const cuda_module *m) {
+void cuda_cache_put(const cuda_module *m) {
   mem_put(m);
   disk_put(m);
 }

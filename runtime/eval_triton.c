@@ -1,5 +1,5 @@
-/* evaltriton.c: Triton candidates in the evaluator. See evaltriton.h and docs/triton.md. */
-#include "evaltriton.h"
+/* eval_triton.c: Triton candidates in the evaluator. See eval_triton.h and docs/triton.md. */
+#include "eval_triton.h"
 
 #include <cjson/cJSON.h>
 

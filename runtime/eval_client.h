@@ -1,4 +1,4 @@
-/* evalclient.h: the driver's side of one evaluator worker (docs/architecture.md "Evaluator
+/* eval_client.h: the driver's side of one evaluator worker (docs/architecture.md "Evaluator
  * worker protocol").
  *
  * The client starts the worker lazily: `kevo worker` through /proc/self/exe, or the command
@@ -9,8 +9,8 @@
  * Every request has a deadline: past it the worker is killed (SIGKILL) and reaped, and the
  * next request starts a fresh one. A worker that dies, speaks garbage or answers a crash
  * verdict is replaced the same way. Not thread-safe: one caller at a time. */
-#ifndef KEVO_EVALCLIENT_H
-#define KEVO_EVALCLIENT_H
+#ifndef KEVO_EVAL_CLIENT_H
+#define KEVO_EVAL_CLIENT_H
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
-/* evalint.h: what evaluate.c and evalrequest.c share. Internal to the evaluator. */
-#ifndef KEVO_EVALINT_H
-#define KEVO_EVALINT_H
+/* eval_request.h: what evaluate.c and eval_request.c share. Internal to the evaluator. */
+#ifndef KEVO_EVAL_REQUEST_H
+#define KEVO_EVAL_REQUEST_H
 
 #include "evaluate.h"
 #include "launch.h"
@@ -38,20 +38,20 @@ void eval_merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev);
  * `#ifndef NAME` directly followed by `#define NAME value`, docs/recipes.md; Triton:
  * `NAME: tl.constexpr = value`, and num_warps 4 / num_stages 3), so a kernel compiled with its
  * own defaults is launched with the same values. Names that are recipe params are skipped. */
-typedef struct eval_knobs {
+typedef struct recipe_knobs {
   kevo_define d[128];
   char *owned[256];
   size_t n, nowned;
-} eval_knobs;
+} recipe_knobs;
 
-void eval_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
-                     size_t len, const kevo_recipe *r, eval_knobs *ks);
-void eval_knobs_free(eval_knobs *ks);
+void recipe_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
+                       size_t len, const kevo_recipe *r, recipe_knobs *ks);
+void recipe_knobs_free(recipe_knobs *ks);
 /* A result field: the number (NAN when absent or not a number) or the string ("" likewise). */
 double eval_jnum(const cJSON *o, const char *key);
 const char *eval_jstr(const cJSON *o, const char *key);
 
 /* Only the defaults the source declares itself (no num_warps / num_stages fallback). */
-void eval_knobs_declared(const char *lang, const char *src, size_t len, eval_knobs *ks);
+void recipe_knobs_declared(const char *lang, const char *src, size_t len, recipe_knobs *ks);
 
 #endif

@@ -1,6 +1,6 @@
-/* evalrequest.c: the evaluate request the worker gets (docs/architecture.md "Evaluator worker
+/* eval_request.c: the evaluate request the worker gets (docs/architecture.md "Evaluator worker
  * protocol") built from a recipe, and the worker's reply merged into a result. */
-#include "evalint.h"
+#include "eval_request.h"
 
 #include <cjson/cJSON.h>
 

@@ -1,7 +1,7 @@
-/* evalknobs.c: the knobs a candidate's launch chunk sees (evalint.h). */
-#include "evalint.h"
+/* recipe_knobs.c: the knobs a candidate's launch chunk sees (eval_request.h). */
+#include "eval_request.h"
 
-#include "evaltriton.h"
+#include "eval_triton.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ static const char *directive(const char *p, const char *end, const char *word, c
   return *idlen ? q : NULL;
 }
 
-static int knob_known(const eval_knobs *ks, const kevo_recipe *r, const char *name) {
+static int knob_known(const recipe_knobs *ks, const kevo_recipe *r, const char *name) {
   for (size_t i = 0; i < ks->n; i++)
     if (!strcmp(ks->d[i].name, name)) return 1;
   for (size_t i = 0; i < r->nparams; i++)
@@ -38,7 +38,7 @@ static int knob_known(const eval_knobs *ks, const kevo_recipe *r, const char *na
   return 0;
 }
 
-static void knob_add(eval_knobs *ks, const kevo_recipe *r, const char *name, const char *value) {
+static void knob_add(recipe_knobs *ks, const kevo_recipe *r, const char *name, const char *value) {
   if (ks->n >= 128 || ks->nowned + 2 > 256 || knob_known(ks, r, name)) return;
   char *n = strdup(name), *val = strdup(value);
   if (n) ks->owned[ks->nowned++] = n;
@@ -47,7 +47,7 @@ static void knob_add(eval_knobs *ks, const kevo_recipe *r, const char *name, con
 }
 
 /* A Triton source's defaults: `NAME: tl.constexpr = value`, and the compile options'. */
-static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, eval_knobs *ks) {
+static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, recipe_knobs *ks) {
   char names[EVTRI_MAX_DEFAULTS][64], values[EVTRI_MAX_DEFAULTS][32];
   size_t n = evtri_defaults(src, len, names, values, EVTRI_MAX_DEFAULTS);
   for (size_t i = 0; i < n; i++)
@@ -56,8 +56,8 @@ static void triton_defaults(const char *src, size_t len, const kevo_recipe *r, e
   knob_add(ks, r, "num_stages", "3");
 }
 
-void eval_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
-                     size_t len, const kevo_recipe *r, eval_knobs *ks) {
+void recipe_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
+                       size_t len, const kevo_recipe *r, recipe_knobs *ks) {
   ks->n = ks->nowned = 0;
   for (size_t i = 0; i < ngiven && ks->n < 128; i++)
     ks->d[ks->n++] = given[i];
@@ -99,13 +99,13 @@ void eval_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, 
   }
 }
 
-void eval_knobs_free(eval_knobs *ks) {
+void recipe_knobs_free(recipe_knobs *ks) {
   for (size_t i = 0; i < ks->nowned; i++)
     free(ks->owned[i]);
   ks->nowned = 0;
 }
 
-void eval_knobs_declared(const char *lang, const char *src, size_t len, eval_knobs *ks) {
+void recipe_knobs_declared(const char *lang, const char *src, size_t len, recipe_knobs *ks) {
   kevo_recipe none = {0}; /* no params to leave out */
   ks->n = ks->nowned = 0;
   if (!strcmp(lang, "triton")) {
@@ -115,5 +115,5 @@ void eval_knobs_declared(const char *lang, const char *src, size_t len, eval_kno
       knob_add(ks, &none, names[i], values[i]);
     return;
   }
-  eval_knobs_fill(lang, NULL, 0, src, len, &none, ks);
+  recipe_knobs_fill(lang, NULL, 0, src, len, &none, ks);
 }

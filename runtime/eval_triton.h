@@ -1,16 +1,16 @@
-/* evaltriton.h: the Triton half of evaluate.c (docs/triton.md). A Triton candidate's launch chunk
+/* eval_triton.h: the Triton half of evaluate.c (docs/triton.md). A Triton candidate's launch chunk
  * is resolved first (at the benchmark shape); each kernel it launches becomes one compile job
  * whose signature comes from the launch's arguments (triton_plan_signature), whose constexprs
  * are the knobs the kernel declares, and whose num_warps / num_stages are the knobs of those
  * names. After the pool compiled the jobs, every shape's plan is finished for the cubins
  * (triton_plan_finish: block from num_warps, Triton's shared memory, the trailing scratch or
  * null pointers) and each launch points at its job's module. Internal to the evaluator. */
-#ifndef KEVO_EVALTRITON_H
-#define KEVO_EVALTRITON_H
+#ifndef KEVO_EVAL_TRITON_H
+#define KEVO_EVAL_TRITON_H
 
 #include <stddef.h>
 
-#include "cudacomp.h"
+#include "cuda_compile.h"
 #include "status.h"
 #include "triton.h"
 

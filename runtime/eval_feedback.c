@@ -1,7 +1,7 @@
-/* evalfeedback.c: the `feedback` text of an evaluation result, written for the model (or the
+/* eval_feedback.c: the `feedback` text of an evaluation result, written for the model (or the
  * person) who has to make the next version of the kernel: what failed, where in the source,
  * with numbers, and what the kernel costs. */
-#include "evalint.h"
+#include "eval_request.h"
 #include "evaluate.h"
 
 #include "buf.h"

@@ -1,4 +1,4 @@
-/* cudacomp.h: compiling CUDA C candidates in process with NVRTC. Knows nothing of Lua.
+/* cuda_compile.h: compiling CUDA C candidates in process with NVRTC. Knows nothing of Lua.
  * Works without a GPU: the target architecture is given ("sm_90").
  *
  * Options given to NVRTC: -arch=<arch> -std=c++17 -default-device -Xptxas=-v (resources)
@@ -28,8 +28,8 @@
  * NVRTC's start-up and a process spawn every time (bench/compile_latency.sh, 2-cpu build
  * machine: first compile of a process 28-107 ms against 30-65 ms warm), and a fork of a
  * process with threads may only exec; the thread keeps the warm path and the cache shared. */
-#ifndef KEVO_CUDACOMP_H
-#define KEVO_CUDACOMP_H
+#ifndef KEVO_CUDA_COMPILE_H
+#define KEVO_CUDA_COMPILE_H
 
 #include <stddef.h>
 
