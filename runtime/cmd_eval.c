@@ -1,7 +1,8 @@
 /* kevo eval RECIPE KERNEL: compile, verify and time one kernel against a recipe, and say what
  * to do about it. */
 #include "buf.h"
-#include "eval_request.h"
+#include "eval_result.h"
+#include "recipe_knobs.h"
 #include "evaluate.h"
 #include "registry.h"
 

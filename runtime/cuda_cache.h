@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "cuda_compile.h"
+#include "cuda_module.h"
 
 /* A fresh copy of the entry for hash: returns 1 (memory), 2 (disk) or 0 (miss, or out of
  * memory). */
@@ -22,8 +22,5 @@ void cuda_cache_put(const cuda_module *m);
 void cuda_cache_clear_memory(void);
 /* The disk cache directory into buf; 0 when the disk cache is off or has no home. */
 int cuda_cache_dir(char *buf, size_t n);
-
-/* A deep copy, or NULL when out of memory. */
-cuda_module *cuda_module_clone(const cuda_module *m);
 
 #endif

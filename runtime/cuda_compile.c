@@ -496,19 +496,6 @@ int cuda_compile_drain(double timeout_s) {
 
 /* ---- modules ------------------------------------------------------------------------------- */
 
-void cuda_module_free(cuda_module *m) {
-  if (!m) return;
-  free(m->cubin);
-  free(m->log);
-  for (size_t i = 0; i < m->ndiags; i++)
-    free(m->diags[i].message);
-  free(m->diags);
-  for (size_t i = 0; i < m->nkernels; i++)
-    free(m->kernels[i].name);
-  free(m->kernels);
-  free(m);
-}
-
 void cuda_cache_clear(void) {
   cuda_cache_clear_memory();
 }

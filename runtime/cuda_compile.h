@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 
+#include "cuda_module.h"
 #include "status.h"
 
 /* The most bytes of source the compiler takes; kevo eval refuses a larger kernel file as bad
@@ -61,50 +62,10 @@ typedef struct cuda_compile_opts {
   int no_cache;     /* 1: neither read nor write the compile cache (benchmarks) */
 } cuda_compile_opts;
 
-typedef struct cuda_diag {
-  int line, col;     /* in the candidate's own source, 1-based; 0 when unknown */
-  char severity[16]; /* "error" | "warning" | "note" */
-  char *message;
-} cuda_diag;
-
-typedef struct cuda_kernel_info {
-  char *name;                    /* entry name in the cubin (extern "C" name) */
-  int registers;                 /* per thread; -1 when unknown */
-  int shared_static;             /* bytes */
-  int local_bytes;               /* stack frame */
-  int spill_stores, spill_loads; /* bytes */
-} cuda_kernel_info;
-
-/* What the compiled code does that a fair timing must know about (found in its PTX, which
- * NVRTC gives beside the cubin): docs/worker.md "Threat model", class 11. */
-enum {
-  CUDA_ART_TIMER = 1u << 0,    /* reads %globaltimer or a clock register */
-  CUDA_ART_SLEEP = 1u << 1,    /* nanosleep */
-  CUDA_ART_MALLOC = 1u << 2,   /* device-side malloc/free */
-  CUDA_ART_LAUNCH = 1u << 3,   /* device-side kernel launch */
-  CUDA_ART_L2POLICY = 1u << 4, /* L2 eviction priorities, cache hints, discards */
-  CUDA_ART_COUNT = 5
-};
-/* "reads the global timer or a clock register", ... for bit 1 << i. */
+/* "reads the global timer or a clock register", ... for bit 1 << i (CUDA_ART_*, cuda_module.h). */
 const char *cuda_artifact_text(int i);
 /* The CUDA_ART_* bits of a PTX text. */
 unsigned cuda_scan_ptx(const char *ptx);
-
-typedef struct cuda_module {
-  int ok;               /* compiled */
-  char hash[65];        /* content hash of (source, defines, arch, options, NVRTC version) */
-  unsigned char *cubin; /* NULL unless ok */
-  size_t cubin_size;
-  char *log; /* the compiler's log, capped */
-  size_t ndiags;
-  cuda_diag *diags;
-  size_t nkernels;
-  cuda_kernel_info *kernels;
-  double compile_ms;  /* wall time of this call (near 0 on a cache hit) */
-  int cached;         /* 1 memory cache, 2 disk cache */
-  unsigned artifacts; /* CUDA_ART_* bits found in its PTX */
-  char arch[16];
-} cuda_module;
 
 /* Compiles one source. Returns KEVO_OK with (*out)->ok set, or KEVO_E_COMPILE with *out
  * still filled (log, diags) so the caller can show them; other statuses mean no module. */
@@ -113,8 +74,6 @@ int cuda_compile(const cuda_compile_opts *opts, cuda_module **out, kevo_error *e
 /* Compiles n sources in a capped thread pool; out[i] and rcs[i] as cuda_compile gives them. */
 void cuda_compile_many(const cuda_compile_opts *opts, size_t n, cuda_module **out, int *rcs,
                        kevo_error *errs);
-
-void cuda_module_free(cuda_module *m);
 
 /* Waits up to timeout_s for timed-out compiles still running in the background to end;
  * returns how many are left. Call before exiting to leave NVRTC idle. */

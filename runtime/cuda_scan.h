@@ -6,7 +6,8 @@
 
 #include <stddef.h>
 
-#include "cuda_compile.h"
+#include "cuda_module.h"
+#include "status.h"
 
 /* Checks every #include (also %:include, include_next, import) and __has_include in src.
  * A candidate may include only headers that exist under one of incdirs (NULL-terminated),

@@ -1,7 +1,7 @@
 /* eval_feedback.c: the `feedback` text of an evaluation result, written for the model (or the
  * person) who has to make the next version of the kernel: what failed, where in the source,
  * with numbers, and what the kernel costs. */
-#include "eval_request.h"
+#include "eval_result.h"
 #include "evaluate.h"
 
 #include "buf.h"
@@ -14,16 +14,6 @@
 #include <string.h>
 
 enum { FEEDBACK_CAP = 16 << 10, MAX_DIAGS = 8 };
-
-double eval_jnum(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-const char *eval_jstr(const cJSON *o, const char *key) {
-  const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
-  return s ? s : "";
-}
 
 /* Appends line `line` of the source, with a caret under column col (0: none). */
 static void quote_line(kevo_buf *b, const char *src, size_t len, int line, int col) {

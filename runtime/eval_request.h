@@ -1,4 +1,5 @@
-/* eval_request.h: what evaluate.c and eval_request.c share. Internal to the evaluator. */
+/* eval_request.h: the worker request of an evaluation and the reply merged into its result
+ * (eval_request.c). Internal to the evaluator (evaluate.c). */
 #ifndef KEVO_EVAL_REQUEST_H
 #define KEVO_EVAL_REQUEST_H
 
@@ -33,25 +34,5 @@ void eval_device_of(const cJSON *dev, launch_device *out);
 
 /* Copies the worker's reply into res and fills what it leaves out (speedup, roofline). */
 void eval_merge_reply(cJSON *res, const cJSON *reply, const cJSON *dev);
-
-/* The knobs a launch chunk sees: those given, then the defaults the source gives itself (CUDA:
- * `#ifndef NAME` directly followed by `#define NAME value`, docs/recipes.md; Triton:
- * `NAME: tl.constexpr = value`, and num_warps 4 / num_stages 3), so a kernel compiled with its
- * own defaults is launched with the same values. Names that are recipe params are skipped. */
-typedef struct recipe_knobs {
-  kevo_define d[128];
-  char *owned[256];
-  size_t n, nowned;
-} recipe_knobs;
-
-void recipe_knobs_fill(const char *lang, const kevo_define *given, size_t ngiven, const char *src,
-                       size_t len, const kevo_recipe *r, recipe_knobs *ks);
-void recipe_knobs_free(recipe_knobs *ks);
-/* A result field: the number (NAN when absent or not a number) or the string ("" likewise). */
-double eval_jnum(const cJSON *o, const char *key);
-const char *eval_jstr(const cJSON *o, const char *key);
-
-/* Only the defaults the source declares itself (no num_warps / num_stages fallback). */
-void recipe_knobs_declared(const char *lang, const char *src, size_t len, recipe_knobs *ks);
 
 #endif

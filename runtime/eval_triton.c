@@ -12,46 +12,6 @@ static int is_ident(int c) {
   return isalnum(c) || c == '_';
 }
 
-size_t evtri_defaults(const char *src, size_t len, char (*names)[64], char (*values)[32],
-                      size_t max) {
-  static const char pat[] = "tl.constexpr";
-  size_t n = 0;
-  const char *end = src + len;
-  for (const char *p = src; n < max && p + sizeof pat < end; p++) {
-    if (memcmp(p, pat, sizeof pat - 1) != 0) continue;
-    /* back over ":" and blanks to the parameter's name */
-    const char *q = p;
-    while (q > src && (q[-1] == ' ' || q[-1] == '\t'))
-      q--;
-    if (q == src || q[-1] != ':') continue;
-    q--;
-    while (q > src && (q[-1] == ' ' || q[-1] == '\t'))
-      q--;
-    const char *ne = q;
-    while (q > src && is_ident((unsigned char)q[-1]))
-      q--;
-    if (ne == q || (size_t)(ne - q) >= 64 || isdigit((unsigned char)*q)) continue;
-    /* forward over "= <number>" */
-    const char *v = p + sizeof pat - 1;
-    while (v < end && (*v == ' ' || *v == '\t'))
-      v++;
-    if (v >= end || *v != '=') continue;
-    v++;
-    while (v < end && (*v == ' ' || *v == '\t'))
-      v++;
-    const char *ve = v;
-    while (ve < end && (isalnum((unsigned char)*ve) || *ve == '.' || *ve == '-' || *ve == '+'))
-      ve++;
-    if (ve == v || (size_t)(ve - v) >= 32 || !(isdigit((unsigned char)*v) || *v == '-')) continue;
-    memcpy(names[n], q, (size_t)(ne - q));
-    names[n][ne - q] = '\0';
-    memcpy(values[n], v, (size_t)(ve - v));
-    values[n][ve - v] = '\0';
-    n++;
-  }
-  return n;
-}
-
 /* Whether `def kernel(...)` in src lists a parameter named `param`. -1: no such def found. */
 static int declares(const char *src, size_t len, const char *kernel, const char *param) {
   const char *end = src + len;

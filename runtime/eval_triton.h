@@ -16,7 +16,7 @@
 
 typedef struct cJSON cJSON;
 
-enum { EVTRI_MAX_JOBS = 8, EVTRI_MAX_DEFAULTS = 32 };
+enum { EVTRI_MAX_JOBS = 8 };
 
 typedef struct evtri_job {
   char kernel[128]; /* the @triton.jit function */
@@ -32,12 +32,6 @@ typedef struct evtri_prep {
   size_t njobs;
   evtri_job jobs[EVTRI_MAX_JOBS];
 } evtri_prep;
-
-/* Defaults a Triton source gives its constexprs in the form `NAME: tl.constexpr = <number>`
- * (in any parameter list), so a launch chunk sees the value the kernel compiles with. Returns
- * how many were found (at most max); names and values are copied into the arrays. */
-size_t evtri_defaults(const char *src, size_t len, char (*names)[64], char (*values)[32],
-                      size_t max);
 
 /* The compile jobs of a resolved plan (one per distinct kernel name). knobs are the ones the
  * caller gave (not the defaults): num_warps and num_stages become options, the others

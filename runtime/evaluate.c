@@ -4,6 +4,7 @@
 #include "eval_request.h"
 #include "eval_triton.h"
 #include "launch.h"
+#include "recipe_knobs.h"
 #include "sha256.h"
 #include "torchref.h"
 #include "triton.h"

@@ -14,9 +14,9 @@
  *   recipe.knob_defaults(lang, source) -> {NAME = "value", ...}: the defaults a source gives its
  *     knobs itself (CUDA `#ifndef NAME` + `#define NAME value`; Triton `NAME: tl.constexpr =
  *     value`), the values it compiles with when a knob is not given */
-#include "eval_request.h"
 #include "lutil.h"
 #include "recipe.h"
+#include "recipe_knobs.h"
 
 #include <stdlib.h>
 #include <string.h>
