@@ -620,7 +620,7 @@ int kevo_archive_candidate_add(kevo_archive *a, const kevo_candidate_spec *s, in
   int src = stmt(a, ST_CANDIDATE_ADD, &st, err);
   if (src) return src;
   size_t len = s->source_len ? s->source_len : strlen(s->source);
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   kevo_sha256_hex(s->source, len, hash);
   sqlite3_bind_int64(st, 1, s->run);
   bind_id(st, 2, s->parent);
@@ -666,7 +666,7 @@ int kevo_archive_llm_call_add(kevo_archive *a, const kevo_llm_call_spec *s, int6
   int src = stmt(a, ST_LLM_ADD, &st, err);
   if (src) return src;
   size_t len = s->request_len ? s->request_len : strlen(s->request);
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   kevo_sha256_hex(s->request, len, hash);
   bind_id(st, 1, s->run);
   bind_text(st, 2, s->provider, 0);
@@ -768,7 +768,7 @@ int kevo_archive_llm_call_lookup(kevo_archive *a, const char *request, size_t re
   int src = stmt(a, ST_LLM_LOOKUP, &st, err);
   if (src) return src;
   size_t len = request_len ? request_len : strlen(request);
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   kevo_sha256_hex(request, len, hash);
   bind_text(st, 1, hash, 0);
   sqlite3_bind_text64(st, 2, request, len, SQLITE_STATIC, SQLITE_UTF8);

@@ -25,6 +25,10 @@ void kevo_buf_reset(kevo_buf *b);
 char *kevo_buf_steal(kevo_buf *b, size_t *len);
 void kevo_buf_free(kevo_buf *b);
 
+/* The most bytes of a text file kevo reads whole: a kernel's source, a launch file, a cache
+ * entry's JSON. A larger file fails with KEVO_E_NOMEM, never a truncated read. */
+#define KEVO_TEXT_FILE_CAP ((size_t)16 << 20)
+
 /* KEVO_OK when path names a regular file (symbolic links followed); otherwise KEVO_E_IO with
  * "PATH: is not a regular file (a FIFO)" (a directory, a device, a socket, a symbolic link
  * loop) or "PATH: <strerror>". Never opens the path, so never blocks. */

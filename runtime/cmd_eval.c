@@ -168,7 +168,8 @@ static int eval_main(int argc, char **argv) {
   int json = 0;
   kevo_define sets[MAX_SETS];
   size_t nsets = 0;
-  eval_config cfg = {.bench = 1, .seed = 0, .trials = 5, .deadline_s = 120};
+  eval_config cfg = EVAL_CONFIG_DEFAULT;
+  cfg.race = 0; /* one candidate: nothing to race against */
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -196,7 +197,7 @@ static int eval_main(int argc, char **argv) {
         if (*end || !*val) return usage("--seed wants an integer");
       } else if (!strcmp(a, "--trials")) {
         cfg.trials = (int)strtol(val, &end, 10);
-        if (*end || cfg.trials < 5) return usage("--trials wants an integer >= 5");
+        if (*end || cfg.trials < EVAL_MIN_TRIALS) return usage("--trials wants an integer >= 5");
       } else {
         cfg.deadline_s = strtod(val, &end);
         if (*end || !(cfg.deadline_s > 0)) return usage("--deadline wants seconds > 0");

@@ -136,7 +136,7 @@ static int write_atomic(const char *path, const void *data, size_t len) {
 static char *entry_json(const cuda_module *m) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
-  char sum[65] = "";
+  char sum[KEVO_HASH_HEX] = "";
   if (m->cubin) kevo_sha256_hex(m->cubin, m->cubin_size, sum);
   cJSON_AddNumberToObject(o, "v", CACHE_VERSION);
   cJSON_AddStringToObject(o, "hash", m->hash);
@@ -223,7 +223,7 @@ static int entry_load(const cJSON *o, const char *hash, const char *base, cuda_m
     kevo_error err = {0};
     kevo_buf_init(&b, MAX_ENTRY_BYTES);
     snprintf(path, sizeof path, "%s.cubin", base);
-    char got[65];
+    char got[KEVO_HASH_HEX];
     if (kevo_read_file(path, &b, &err) || b.len != (size_t)size->valuedouble || b.len == 0) {
       kevo_buf_free(&b);
       return -1;

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "sha256.h"
+
 typedef struct cuda_diag {
   int line, col;     /* in the candidate's own source, 1-based; 0 when unknown */
   char severity[16]; /* "error" | "warning" | "note" */
@@ -31,9 +33,9 @@ enum {
   CUDA_ART_COUNT = 5
 };
 typedef struct cuda_module {
-  int ok;               /* compiled */
-  char hash[65];        /* content hash of (source, defines, arch, options, NVRTC version) */
-  unsigned char *cubin; /* NULL unless ok */
+  int ok;                   /* compiled */
+  char hash[KEVO_HASH_HEX]; /* content hash of (source, defines, arch, options, NVRTC version) */
+  unsigned char *cubin;     /* NULL unless ok */
   size_t cubin_size;
   char *log; /* the compiler's log, capped */
   size_t ndiags;

@@ -11,7 +11,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-enum { MIN_TRIALS = 5 };
 /* A held-out shape moves at most this much over all its tensors: it must find bugs, not cost
  * the loop its speed (docs/worker.md "Held-out shapes"). */
 #define HELD_OUT_BYTES (64.0 * 1024 * 1024)
@@ -130,7 +129,7 @@ int eval_build_request(const kevo_recipe *r, const eval_shapes *shs, const eval_
     }
   }
   cJSON *verify = cJSON_AddObjectToObject(req, "verify");
-  cJSON_AddNumberToObject(verify, "trials", cfg->trials < MIN_TRIALS ? MIN_TRIALS : cfg->trials);
+  cJSON_AddNumberToObject(verify, "trials", cfg->trials < EVAL_MIN_TRIALS ? EVAL_MIN_TRIALS : cfg->trials);
   if (seed) cJSON_AddNumberToObject(verify, "seed", (double)(seed & ((1ull << 53) - 1)));
   cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
   for (size_t t = 0; t < r->ntensors; t++) {

@@ -19,8 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { LOG_CAP = 8192, MIN_TRIALS = 5 };
-#define DEFAULT_DEADLINE_S 120.0
+enum { LOG_CAP = 8192 };
 
 struct evaluator {
   kevo_recipe *recipe;
@@ -56,10 +55,9 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
     return rc;
   }
   ev->recipe = recipe;
-  ev->cfg = cfg ? *cfg : (eval_config){.bench = 1, .seed = 0, .race = 1};
+  ev->cfg = cfg ? *cfg : EVAL_CONFIG_DEFAULT;
   ev->session_seed = eval_secret64() | 1; /* never 0, which means "the worker draws one" */
-  if (!cfg) ev->cfg.trials = MIN_TRIALS;
-  kevo_buf_init(&ev->ref_src, 16 << 20);
+  kevo_buf_init(&ev->ref_src, KEVO_TEXT_FILE_CAP);
   *out = ev;
   return KEVO_OK;
 }
@@ -193,7 +191,7 @@ static int compile_reference(evaluator *ev) {
   const kevo_source *ref = &ev->recipe->reference;
   if (!strcmp(ref->lang, "torch")) { /* the bridge runs it (torch_request); key its outputs */
     int rc = read_source(ev->recipe, ref->file, &ev->ref_src, &ev->ref_err);
-    char hex[65];
+    char hex[KEVO_HASH_HEX];
     if (!rc) kevo_sha256_hex(ev->ref_src.data, ev->ref_src.len, hex);
     if (!rc) snprintf(ev->torch_key, sizeof ev->torch_key, "torch:%s", hex);
     return ev->ref_rc = rc;
@@ -577,7 +575,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
                    : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
   kevo_frame reply;
   evalclient_stats before = evalclient_get_stats(ev->client);
-  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : DEFAULT_DEADLINE_S;
+  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : EVAL_DEFAULT_DEADLINE_S;
   int wrc;
   if (ev->torch_key[0]) {
     wrc = torch_request(ev, req, blobs, (size_t)ncand, deadline, &reply, &err);

@@ -32,19 +32,29 @@ typedef struct eval_candidate {
   size_t nknobs;
 } eval_candidate;
 
+enum { EVAL_MIN_TRIALS = 5 }; /* design.md "Verify": at least 5 trials */
+#define EVAL_DEFAULT_DEADLINE_S 120.0
+
 typedef struct eval_config {
   const char *arch;  /* NULL: cuda_default_arch() */
   int bench;         /* time it after it verifies */
   uint64_t seed;     /* inputs of the trials; 0: a secret seed per evaluation (getrandom) */
-  int trials;        /* at least 5 (less is raised to 5) */
-  double deadline_s; /* for the worker's answer; 0: 120 */
+  int trials;        /* at least EVAL_MIN_TRIALS (less is raised to it) */
+  double deadline_s; /* for the worker's answer; 0: EVAL_DEFAULT_DEADLINE_S */
   int race;          /* stop timing a candidate clearly slower than the fastest ok one so far */
 } eval_config;
+
+/* The defaults every front end starts from (kevo.evaluator.new, evaluator_new with no config;
+ * kevo eval, which judges one candidate, turns racing off): bench on, a secret seed,
+ * EVAL_MIN_TRIALS trials, EVAL_DEFAULT_DEADLINE_S, racing on. */
+#define EVAL_CONFIG_DEFAULT                                                                        \
+  ((eval_config){.bench = 1, .seed = 0, .trials = EVAL_MIN_TRIALS,                                 \
+                 .deadline_s = EVAL_DEFAULT_DEADLINE_S, .race = 1})
 
 typedef struct evaluator evaluator;
 
 /* An evaluator for `recipe` (it takes ownership and frees it) with a worker client made from
- * wopts (NULL: defaults). cfg NULL: bench on, secret seed, 5 trials, 120 s, racing on. */
+ * wopts (NULL: defaults). cfg NULL: EVAL_CONFIG_DEFAULT. */
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err);
 void evaluator_free(evaluator *ev);

@@ -50,13 +50,15 @@ static int ev_new(lua_State *L) {
       return luaL_error(L, "evaluator.new: recipe must be a path or a loaded recipe (with .path)");
   }
   const char *path = lua_tostring(L, -1);
+  const eval_config d = EVAL_CONFIG_DEFAULT;
   eval_config cfg = {.arch = kevo_l_optstr(L, 1, "arch", NULL),
-                     .bench = kevo_l_optbool(L, 1, "bench", 1),
-                     .race = kevo_l_optbool(L, 1, "race", 1),
-                     .seed = (uint64_t)kevo_l_optint(L, 1, "seed", 0),
-                     .trials = (int)kevo_l_optint(L, 1, "trials", 5),
-                     .deadline_s = kevo_l_optnum(L, 1, "deadline_s", 120)};
-  if (cfg.trials < 5) return luaL_error(L, "evaluator.new: trials must be at least 5");
+                     .bench = kevo_l_optbool(L, 1, "bench", d.bench),
+                     .race = kevo_l_optbool(L, 1, "race", d.race),
+                     .seed = (uint64_t)kevo_l_optint(L, 1, "seed", (lua_Integer)d.seed),
+                     .trials = (int)kevo_l_optint(L, 1, "trials", d.trials),
+                     .deadline_s = kevo_l_optnum(L, 1, "deadline_s", d.deadline_s)};
+  if (cfg.trials < EVAL_MIN_TRIALS)
+    return luaL_error(L, "evaluator.new: trials must be at least %d", EVAL_MIN_TRIALS);
   if (cfg.deadline_s <= 0) return luaL_error(L, "evaluator.new: deadline_s must be > 0");
   evalclient_opts wo = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
 
@@ -274,7 +276,7 @@ static void push_source(lua_State *L, const kevo_recipe *r, const kevo_source *s
     lua_setfield(L, -2, "launch_name");
   }
   kevo_buf b;
-  kevo_buf_init(&b, 16 << 20);
+  kevo_buf_init(&b, KEVO_TEXT_FILE_CAP);
   kevo_error err;
   int rc = kevo_read_file(s->file, &b, &err);
   if (rc && s->file[0] != '/' && r->dir) {

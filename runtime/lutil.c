@@ -162,7 +162,7 @@ int kevo_l_read_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   kevo_buf b;
   kevo_error err = {0};
-  kevo_buf_init(&b, 16 << 20);
+  kevo_buf_init(&b, KEVO_TEXT_FILE_CAP);
   if (kevo_read_file(path, &b, &err)) {
     kevo_buf_free(&b);
     return kevo_l_fail_err(L, &err);

@@ -165,7 +165,7 @@ int kevo_source_launch(const kevo_recipe *r, const kevo_source *s, char **chunk,
     return KEVO_OK;
   }
   kevo_buf text;
-  kevo_buf_init(&text, 16 << 20);
+  kevo_buf_init(&text, KEVO_TEXT_FILE_CAP);
   int rc = kevo_read_file(s->file, &text, err);
   if (rc) {
     kevo_buf_free(&text);

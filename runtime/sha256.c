@@ -91,7 +91,7 @@ void kevo_sha256_final(kevo_sha256 *s, unsigned char digest[32]) {
   }
 }
 
-void kevo_sha256_final_hex(kevo_sha256 *s, char hex[65]) {
+void kevo_sha256_final_hex(kevo_sha256 *s, char hex[KEVO_HASH_HEX]) {
   unsigned char d[32];
   kevo_sha256_final(s, d);
   static const char digits[] = "0123456789abcdef";
@@ -102,7 +102,7 @@ void kevo_sha256_final_hex(kevo_sha256 *s, char hex[65]) {
   hex[64] = '\0';
 }
 
-void kevo_sha256_hex(const void *data, size_t len, char hex[65]) {
+void kevo_sha256_hex(const void *data, size_t len, char hex[KEVO_HASH_HEX]) {
   kevo_sha256 s;
   kevo_sha256_init(&s);
   kevo_sha256_update(&s, data, len);

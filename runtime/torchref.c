@@ -464,7 +464,7 @@ static int trial_inputs(torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
 int torchref_supply(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
                     const cJSON *missing, kevo_error *err) {
   enum { MAX_SHAPES = 64 };
-  char first[MAX_SHAPES][65];
+  char first[MAX_SHAPES][KEVO_HASH_HEX];
   int same[MAX_SHAPES], count[MAX_SHAPES];
   memset(same, 0, sizeof same);
   memset(count, 0, sizeof count);
@@ -491,10 +491,10 @@ int torchref_supply(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *
     kevo_sha256_init(&h);
     for (size_t i = 0; i < out.nblobs; i++)
       kevo_sha256_update(&h, out.blobs[i].data, out.blobs[i].size);
-    char hex[65];
+    char hex[KEVO_HASH_HEX];
     kevo_sha256_final_hex(&h, hex);
     if (count[shape]++ == 0)
-      memcpy(first[shape], hex, 65), same[shape] = 1;
+      memcpy(first[shape], hex, KEVO_HASH_HEX), same[shape] = 1;
     else if (strcmp(first[shape], hex))
       same[shape] = 0;
     cJSON *preq = worker_req(eval_req, "put_reference", shape, trial);

@@ -52,7 +52,7 @@ typedef struct server {
 struct triton_pool {
   triton_pool_opts o;
   char python[PATH_MAX], dir[PATH_MAX], script[PATH_MAX];
-  char server_sha[65], version[32], pyversion[32];
+  char server_sha[KEVO_HASH_HEX], version[32], pyversion[32];
   char landlock_note[256];
   int landlock_abi;
   int nmax;
@@ -400,7 +400,7 @@ static cJSON *make_request(const triton_compile_opts *o) {
 }
 
 static void request_hash(const triton_pool *p, const triton_compile_opts *o, const cJSON *req,
-                         char hex[65]) {
+                         char hex[KEVO_HASH_HEX]) {
   kevo_sha256 s;
   kevo_sha256_init(&s);
   char *text = cJSON_PrintUnformatted(req);
@@ -511,7 +511,7 @@ static int module_from_reply(const cJSON *reply, const void *cubin, size_t cubin
 typedef struct job {
   const triton_compile_opts *o;
   cJSON *req;
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   int send_failures;
   int pending; /* waits for a server */
   int running; /* sent to a server */

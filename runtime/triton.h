@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sha256.h"
 #include "status.h"
 
 typedef struct cJSON cJSON;
@@ -88,9 +89,9 @@ typedef struct triton_extra_arg {
 enum { TRITON_MAX_EXTRA = 4 };
 
 typedef struct triton_module {
-  int ok;               /* compiled */
-  char hash[65];        /* content hash of the request and the Triton that served it */
-  unsigned char *cubin; /* NULL unless ok */
+  int ok;                   /* compiled */
+  char hash[KEVO_HASH_HEX]; /* content hash of the request and the Triton that served it */
+  unsigned char *cubin;     /* NULL unless ok */
   size_t cubin_size;
   char name[256]; /* entry name in the cubin */
   int num_warps, num_stages, threads, shared, num_ctas;

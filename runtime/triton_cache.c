@@ -18,7 +18,7 @@ enum { MEM_ENTRIES = 512 };
 #define MEM_BYTES ((size_t)256 << 20)
 
 typedef struct entry {
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   cJSON *reply;
   unsigned char *cubin;
   size_t size;
@@ -150,7 +150,7 @@ int triton_cache_get(triton_cache *c, const char *hash, cJSON **reply, kevo_buf 
   if (!c->dir[0]) return 0;
   char path[PATH_MAX + 80];
   kevo_buf js;
-  kevo_buf_init(&js, 16 << 20);
+  kevo_buf_init(&js, KEVO_TEXT_FILE_CAP);
   snprintf(path, sizeof path, "%s/%s.json", c->dir, hash);
   int found = 0;
   if (kevo_read_file(path, &js, NULL) == 0) {

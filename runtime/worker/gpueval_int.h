@@ -10,6 +10,7 @@
 #include "gpucommon.h"
 #include "nvml.h"
 #include "proto.h"
+#include "sha256.h"
 
 enum {
   WK_MAX_TENSORS = 32,
@@ -40,10 +41,10 @@ typedef struct wk_refcache wk_refcache;
 wk_refcache *wk_refcache_new(size_t cap_bytes);
 void wk_refcache_free(wk_refcache *c);
 /* The stored outputs for key (one host buffer per output tensor), or NULL. */
-void **wk_refcache_get(wk_refcache *c, const char key[65]);
+void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX]);
 /* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
  * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
-void wk_refcache_put(wk_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes);
+void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n, size_t bytes);
 /* A host buffer for the cache: page-locked when the driver gives it, else malloc'd; released
  * with wk_host_release(buf, g). */
 void *wk_host_alloc(kevo_gpu *g, size_t bytes);
@@ -166,7 +167,7 @@ typedef struct wk_eval {
   int nmodules;
   CUmodule modules[WK_MAX_MODULES];
   int module_is_ref[WK_MAX_MODULES];
-  char ref_hash[65];
+  char ref_hash[KEVO_HASH_HEX];
   int trials;
   uint64_t seed;
   int seed_secret;       /* drawn here (getrandom): the request gave none */
@@ -217,7 +218,7 @@ int wk_gen_inputs(wk_eval *e, wk_shape *s, int set, int trial);
 /* gpuverify.c: the reference cache key of (s, trial): a hash of the reference modules, seed,
  * trial, shape label, tensors, numel and the shape's reference plan (or external key). Needs
  * only s->label and s->spec. */
-void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]);
+void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[KEVO_HASH_HEX]);
 /* gpuextref.c: the inputs and put_reference ops, and the list of (shape, trial) pairs whose
  * external reference outputs are not cached (NULL when none is missing). */
 cJSON *wk_missing_refs(wk_eval *e);

@@ -30,7 +30,7 @@ cJSON *wk_missing_refs(wk_eval *e) {
   if (!s) return NULL;
   for (int i = 0; i < nshapes; i++)
     for (int trial = 0; trial < e->trials; trial++) {
-      char key[65];
+      char key[KEVO_HASH_HEX];
       shape_for_key(e, i, s);
       wk_ref_key(e, s, trial, key);
       if (wk_refcache_get(e->g->refs, key)) continue;
@@ -163,7 +163,7 @@ cJSON *kevo_gpu_put_reference(kevo_gpu *g, const cJSON *req, const kevo_blob *bl
             nblobs);
     goto out;
   }
-  char key[65];
+  char key[KEVO_HASH_HEX];
   wk_ref_key(e, s, trial, key);
   wk_refcache_put(g->refs, key, bufs, (size_t)e->ntensors, total);
   bufs = NULL;

@@ -24,7 +24,7 @@
 enum { REFCACHE_MAX = 512 };
 
 typedef struct ref_entry {
-  char key[65];
+  char key[KEVO_HASH_HEX];
   void **bufs;
   size_t n, bytes;
   unsigned long long used; /* LRU tick */
@@ -68,7 +68,7 @@ void wk_refcache_free(wk_refcache *c) {
   free(c);
 }
 
-void **wk_refcache_get(wk_refcache *c, const char key[65]) {
+void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX]) {
   for (int i = 0; i < c->n; i++)
     if (!strcmp(c->e[i].key, key)) {
       c->e[i].used = ++c->tick;
@@ -77,7 +77,7 @@ void **wk_refcache_get(wk_refcache *c, const char key[65]) {
   return NULL;
 }
 
-void wk_refcache_put(wk_refcache *c, const char key[65], void **bufs, size_t n, size_t bytes) {
+void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n, size_t bytes) {
   for (int i = 0; i < c->n; i++)
     if (!strcmp(c->e[i].key, key)) entry_drop(c, i);
   /* evict the least recently used until the new entry fits (or nothing else is left) */
@@ -88,7 +88,7 @@ void wk_refcache_put(wk_refcache *c, const char key[65], void **bufs, size_t n, 
     entry_drop(c, old);
   }
   ref_entry *x = &c->e[c->n++];
-  memcpy(x->key, key, 65);
+  memcpy(x->key, key, KEVO_HASH_HEX);
   x->bufs = bufs;
   x->n = n;
   x->bytes = bytes;
@@ -195,7 +195,7 @@ static void hash_json(kevo_sha256 *h, const cJSON *j) {
   free(text);
 }
 
-void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[65]) {
+void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[KEVO_HASH_HEX]) {
   kevo_sha256 h;
   kevo_sha256_init(&h);
   char head[128];
@@ -220,7 +220,7 @@ static int reference_outputs(wk_eval *e, wk_shape *s, int trial) {
       return -1;
     return 0;
   }
-  char key[65];
+  char key[KEVO_HASH_HEX];
   wk_ref_key(e, s, trial, key);
   void **hit = wk_refcache_get(e->g->refs, key);
   if (!hit) /* checked before the first trial; evicted since (cache too small) */

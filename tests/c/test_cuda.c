@@ -274,7 +274,7 @@ static void test_cache(const char *dir) {
   cuda_module *m = NULL;
   kevo_error err = {0};
   CHECK(compile_src(src, NULL, 0, &m, &err) == KEVO_OK && m && m->cached == 0);
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   snprintf(hash, sizeof hash, "%s", m ? m->hash : "");
   size_t size = m ? m->cubin_size : 0;
   cuda_module_free(m);

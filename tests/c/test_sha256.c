@@ -2,7 +2,7 @@
 #include "sha256.h"
 
 int main(void) {
-  char hex[65];
+  char hex[KEVO_HASH_HEX];
   kevo_sha256_hex("", 0, hex);
   CHECK(strcmp(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855") == 0);
   kevo_sha256_hex("abc", 3, hex);
@@ -15,7 +15,7 @@ int main(void) {
   kevo_sha256_init(&s);
   for (size_t i = 0; i < strlen(two); i += 7)
     kevo_sha256_update(&s, two + i, strlen(two) - i < 7 ? strlen(two) - i : 7);
-  char hex2[65];
+  char hex2[KEVO_HASH_HEX];
   kevo_sha256_final_hex(&s, hex2);
   CHECK(strcmp(hex, hex2) == 0);
   CHECK_DONE();

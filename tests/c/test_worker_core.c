@@ -27,7 +27,7 @@ int main(void) {
   free(cubin);
 
   wk_refcache *c = wk_refcache_new(300);
-  const char k1[65] = "a", k2[65] = "b", k3[65] = "c";
+  const char k1[KEVO_HASH_HEX] = "a", k2[KEVO_HASH_HEX] = "b", k3[KEVO_HASH_HEX] = "c";
   wk_refcache_put(c, k1, bufs(1), 1, 100);
   wk_refcache_put(c, k2, bufs(2), 2, 100);
   CHECK(wk_refcache_get(c, k1) != NULL); /* k1 now more recent than k2 */
