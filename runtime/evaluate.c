@@ -227,8 +227,12 @@ static int resolve_plans(const kevo_recipe *r, const kevo_shape *shapes_at, size
                          const chunk *ch, const kevo_define *knobs, size_t nknobs,
                          const launch_device *dev, int module, const cuda_module *mod,
                          cJSON *shapes, const char *key, kevo_error *err) {
-  const char *names[64];
-  size_t nb = r->ntensors < 64 ? r->ntensors : 64;
+  const char *names[KEVO_PROTO_MAX_TENSORS];
+  size_t nb = r->ntensors;
+  if (nb > KEVO_PROTO_MAX_TENSORS)
+    return kevo_fail(err, KEVO_E_RECIPE,
+                     "recipe %s has %zu tensors (inputs and outputs); the worker takes at most %d",
+                     r->name, nb, KEVO_PROTO_MAX_TENSORS);
   for (size_t i = 0; i < nb; i++)
     names[i] = r->tensors[i].name;
   launch_param params[64];

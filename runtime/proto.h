@@ -15,6 +15,9 @@ typedef struct cJSON cJSON;
 enum {
   KEVO_PROTO_MAX_HEADER = 16 << 20, /* bytes of JSON in one frame */
   KEVO_PROTO_MAX_BLOBS = 64,        /* blobs in one frame */
+  /* tensors (inputs and outputs) of one evaluate request: the worker refuses more, and the
+   * driver refuses a recipe with more before it asks */
+  KEVO_PROTO_MAX_TENSORS = 32,
 };
 #define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
 

@@ -13,7 +13,7 @@
 #include "sha256.h"
 
 enum {
-  WK_MAX_TENSORS = 32,
+  WK_MAX_TENSORS = KEVO_PROTO_MAX_TENSORS,
   WK_MAX_SCRATCH = 16,
   WK_MAX_KERNELS = 32,
   WK_MAX_ARGS = 64,

@@ -30,4 +30,25 @@ assert(tp[1].plan.kernels[1].grid[1] == 16384)
 local ok, msg, code = ev:plans{lang = "cuda", source = "__global__ void k() {}"}
 assert(ok == nil and code == "E_LAUNCH" and msg:find("kevo:launch"), msg)
 assert(not pcall(ev.plans, ev, {lang = "cuda", source = cu, bogus = 1}))
+-- more tensors than the worker takes: an error naming the limit, not a silent drop
+local dir = os.tmpname()
+os.remove(dir)
+assert(os.execute("mkdir -p " .. dir))
+local inputs, args = {}, {}
+for i = 1, 33 do
+  inputs[#inputs + 1] = ("  t%d: {dtype: f32, shape: [N], init: normal}"):format(i)
+  args[#args + 1] = ('"t%d"'):format(i)
+end
+local launch = ("/* kevo:launch\nreturn {kernels = {{name = 'k', grid = {1}, block = {1}, args = {%s, 'y'}}}}\n*/\n")
+  :format(table.concat(args, ", "))
+local function write(p, s) local f = assert(io.open(p, "wb")) f:write(s) f:close() end
+write(dir .. "/many.cu", launch .. 'extern "C" __global__ void k() {}\n')
+write(dir .. "/many.yaml", table.concat({"kevo: 1", "name: many", "summary: Too many tensors.",
+  "params: {N: 4}", "inputs:", table.concat(inputs, "\n"), "outputs:",
+  "  y: {dtype: f32, shape: [N]}", "reference: {lang: cuda, file: many.cu, kernel: k}", ""}, "\n"))
+local many = assert(evaluator.new{recipe = dir .. "/many.yaml"})
+ok, msg, code = many:plans{lang = "cuda", source = read(dir .. "/many.cu")}
+assert(ok == nil and code == "E_RECIPE" and msg:find("34 tensors") and msg:find("at most 32"), msg)
+many:close()
+os.execute("rm -rf " .. dir)
 print("plans ok")
