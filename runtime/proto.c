@@ -10,6 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+const kevo_verdict kevo_verdicts[] = {
+    {"ok", "verified on every shape and trial (and timed, when asked)"},
+    {"compile_error", "the candidate did not compile"},
+    {"launch_error", "its launch chunk or a kernel launch failed"},
+    {"wrong", "an output differs from the reference's beyond the tolerance"},
+    {"crash", "a kernel took the CUDA context down (illegal address, trap)"},
+    {"timeout", "the worker did not answer by the deadline"},
+    {"implausible", "timed faster than the physical floor"},
+    {"unwritten", "an output element was left as the poison"},
+    {"nondeterministic", "two runs on the same inputs differ"},
+    {"input_modified", "the kernel wrote to an input"},
+    {"no_gpu", "judging it needs a GPU and there is none"},
+    {"error", "the evaluation itself failed (worker, reference, request)"},
+    {NULL, NULL}};
 #include <unistd.h>
 
 static long long now_ms(void) {

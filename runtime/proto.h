@@ -21,6 +21,16 @@ enum {
 };
 #define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
 
+/* The verdicts of an evaluation result (docs/architecture.md "Evaluation result"), "ok" first,
+ * then the failures in the order a run's summary lists them. The one list of them: C writes
+ * these names, Lua reads the list as require "kevo.verdict", and tests/lua/test_verdicts.lua
+ * checks that the C and Lua sources judge with no other name. */
+typedef struct kevo_verdict {
+  const char *name;    /* "compile_error" */
+  const char *meaning; /* one line */
+} kevo_verdict;
+extern const kevo_verdict kevo_verdicts[]; /* ends with a NULL name */
+
 typedef struct kevo_blob {
   void *data;
   size_t size;

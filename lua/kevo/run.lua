@@ -12,6 +12,7 @@ local json = require "kevo.json"
 local kevo = require "kevo"
 local search = require "kevo.search"
 local journal = require "kevo.journal"
+local verdict = require "kevo.verdict"
 
 local M = {}
 
@@ -770,8 +771,7 @@ function M.summary(ctx, s)
     if not e.ok then failed[e.verdict or "error"] = (failed[e.verdict or "error"] or 0) + 1 end
   end
   local fails = {}
-  for _, v in ipairs({"compile_error", "launch_error", "wrong", "crash", "timeout", "implausible",
-                      "unwritten", "nondeterministic", "input_modified", "no_gpu", "error"}) do
+  for _, v in ipairs(verdict.list) do
     if failed[v] then fails[#fails + 1] = failed[v] .. " " .. v end
   end
   print(string.format("run %d %s: %s on %s: %d evaluations, %d verified%s%s, %.1f s%s", s.run,
