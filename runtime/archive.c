@@ -782,7 +782,7 @@ int kevo_archive_llm_call_next(kevo_archive *a, const char *request, size_t requ
   int src = stmt(a, ST_LLM_NEXT, &st, err);
   if (src) return src;
   size_t len = request_len ? request_len : strlen(request);
-  char hash[65];
+  char hash[KEVO_HASH_HEX];
   kevo_sha256_hex(request, len, hash);
   bind_text(st, 1, hash, 0);
   sqlite3_bind_text64(st, 2, request, len, SQLITE_STATIC, SQLITE_UTF8);

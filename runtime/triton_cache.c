@@ -84,7 +84,7 @@ int triton_write_file(const char *path, const void *data, size_t len, int mode) 
 static int entry_matches(const cJSON *reply, const char *hash, const void *cubin, size_t size) {
   const char *key = cJSON_GetStringValue(cJSON_GetObjectItem(reply, "kevo_key"));
   const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(reply, "cubin_sha256"));
-  char got[65];
+  char got[KEVO_HASH_HEX];
   if (!key || !want || strcmp(key, hash) != 0 || size < 4 || memcmp(cubin, "\177ELF", 4) != 0)
     return 0;
   kevo_sha256_hex(cubin, size, got);
@@ -178,7 +178,7 @@ void triton_cache_put(triton_cache *c, const char *hash, const cJSON *reply, con
   snprintf(path, sizeof path, "%s/%s.cubin", c->dir, hash);
   if (triton_write_file(path, cubin, size, 0644) != 0) return;
   cJSON *stamped = cJSON_Duplicate(reply, 1);
-  char sha[65];
+  char sha[KEVO_HASH_HEX];
   kevo_sha256_hex(cubin, size, sha);
   if (stamped) {
     cJSON_DeleteItemFromObject(stamped, "kevo_key");

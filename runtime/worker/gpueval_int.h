@@ -44,7 +44,8 @@ void wk_refcache_free(wk_refcache *c);
 void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX]);
 /* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
  * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
-void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n, size_t bytes);
+void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n,
+                     size_t bytes);
 /* A host buffer for the cache: page-locked when the driver gives it, else malloc'd; released
  * with wk_host_release(buf, g). */
 void *wk_host_alloc(kevo_gpu *g, size_t bytes);

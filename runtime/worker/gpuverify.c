@@ -77,7 +77,8 @@ void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX]) {
   return NULL;
 }
 
-void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n, size_t bytes) {
+void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n,
+                     size_t bytes) {
   for (int i = 0; i < c->n; i++)
     if (!strcmp(c->e[i].key, key)) entry_drop(c, i);
   /* evict the least recently used until the new entry fits (or nothing else is left) */
