@@ -562,6 +562,193 @@ static void finish_reply(triton_pool *p, job *j, kevo_frame *f, double ms, trito
   }
 }
 
+/* One triton_compile_many call: its jobs and where their results go. */
+typedef struct batch {
+  triton_pool *p;
+  size_t n, left; /* jobs, and those not finished */
+  job *jobs;
+  triton_module **out;
+  int *rcs;
+  kevo_error *errs;
+  int start_failures;
+  kevo_error start_err;
+} batch;
+
+/* Job i is finished with rcs[i] (and errs[i]) as already set. */
+static void batch_done(batch *b, size_t i) {
+  b->jobs[i].pending = 0;
+  b->jobs[i].running = 0;
+  b->jobs[i].done = 1;
+  b->left--;
+}
+
+/* Refuses bad options, serves what the cache holds, and marks the rest pending. */
+static void batch_prepare(batch *b, const triton_compile_opts *opts) {
+  triton_pool *p = b->p;
+  triton_module **out = b->out;
+  for (size_t i = 0; i < b->n; i++) {
+    job *j = &b->jobs[i];
+    j->o = &opts[i];
+    if (!j->o->source || !j->o->kernel) {
+      b->rcs[i] =
+          kevo_fail(&b->errs[i], KEVO_E_ARG, "a Triton compile needs a source and a kernel");
+      continue;
+    }
+    if (j->o->len > MAX_SOURCE) { /* refused once, here: never sent, never retried */
+      b->rcs[i] = kevo_fail(&b->errs[i], KEVO_E_COMPILE,
+                            "the source is %zu bytes, over the %zu-byte cap for a Triton candidate",
+                            j->o->len, MAX_SOURCE);
+      continue;
+    }
+    double t0 = now_s();
+    j->req = make_request(j->o);
+    request_hash(p, j->o, j->req, j->hash);
+    cJSON *reply = NULL;
+    kevo_buf cubin;
+    kevo_buf_init(&cubin, (size_t)1 << 30);
+    int cached = triton_cache_get(p->cache, j->hash, &reply, &cubin);
+    if (cached)
+      b->rcs[i] =
+          module_from_reply(reply, cubin.data, cubin.len, j->o->filename, &out[i], &b->errs[i]);
+    cJSON_Delete(reply);
+    kevo_buf_free(&cubin);
+    if (cached && out[i]) {
+      out[i]->cached = cached;
+      out[i]->compile_ms = (now_s() - t0) * 1000.0;
+      snprintf(out[i]->hash, sizeof out[i]->hash, "%s", j->hash);
+      continue;
+    }
+    j->pending = 1;
+    b->left++;
+  }
+}
+
+/* Hands pending jobs to idle servers. */
+static void batch_dispatch(batch *b) {
+  triton_pool *p = b->p;
+  job *jobs = b->jobs;
+  size_t next = 0, n = b->n;
+  for (int si = 0; si < p->nmax; si++) {
+    if (p->srv[si].state != SRV_IDLE) continue;
+    while (next < n && !jobs[next].pending)
+      next++;
+    if (next == n) break;
+    kevo_error werr;
+    if (send_job(p, si, &jobs[next], p->next_id++, &werr) != KEVO_OK) {
+      char how[96], tail[16];
+      server_replace(p, si, 1, how, sizeof how, tail, sizeof tail);
+      if (++jobs[next].send_failures < 2) continue; /* another server may take it */
+      /* twice: the job, not the server, is the problem */
+      b->rcs[next] = kevo_fail(&b->errs[next], KEVO_E_WORKER,
+                               "the Triton compile server could not take '%s' (%s), twice",
+                               jobs[next].o->kernel, werr.msg);
+      batch_done(b, next);
+      continue;
+    }
+    p->srv[si].job = (long)next;
+    jobs[next].pending = 0;
+    jobs[next].running = 1;
+  }
+}
+
+/* Starts more servers while jobs wait and the cap allows. Returns how many are alive. */
+static int batch_start_servers(batch *b) {
+  triton_pool *p = b->p;
+  size_t npending = 0;
+  int alive = 0, ready = 0;
+  for (size_t i = 0; i < b->n; i++)
+    npending += b->jobs[i].pending;
+  for (int si = 0; si < p->nmax; si++) {
+    int st = p->srv[si].state;
+    alive += st != SRV_DEAD;
+    ready += st == SRV_IDLE || st == SRV_STARTING;
+  }
+  for (int si = 0; si < p->nmax && (size_t)ready < npending && b->start_failures < 2; si++) {
+    if (p->srv[si].state != SRV_DEAD) continue;
+    if (server_start(p, si, &b->start_err) == KEVO_OK) {
+      ready++;
+      alive++;
+    } else
+      b->start_failures++;
+  }
+  return alive;
+}
+
+/* Takes what server si has to say: its hello, or the reply to its job. */
+static void batch_read(batch *b, int si) {
+  triton_pool *p = b->p;
+  server *s = &p->srv[si];
+  if (s->state == SRV_STARTING) {
+    if (server_hello(p, si, &b->start_err) != KEVO_OK) b->start_failures++;
+    return;
+  }
+  job *j = &b->jobs[s->job];
+  size_t ji = (size_t)s->job;
+  kevo_frame f = {0};
+  double left_s = s->deadline - now_s();
+  kevo_error rerr;
+  int r = kevo_frame_read(s->proc.from_fd, &f, left_s > 0 ? (int)(left_s * 1000) : 0, &rerr);
+  if (r == KEVO_E_TIMEOUT) return; /* the deadline check kills it */
+  if (r == KEVO_OK) {
+    finish_reply(p, j, &f, (now_s() - s->sent) * 1000.0, &b->out[ji], &b->rcs[ji], &b->errs[ji]);
+    kevo_frame_free(&f);
+    s->state = SRV_IDLE;
+    batch_done(b, ji);
+    return;
+  }
+  char how[96], tail[600];
+  server_replace(p, si, r != KEVO_E_IO, how, sizeof how, tail, sizeof tail);
+  b->rcs[ji] = kevo_fail(&b->errs[ji], KEVO_E_WORKER,
+                         "the Triton compile server %s while compiling '%s' (a fresh one is "
+                         "starting)%s%s",
+                         how, j->o->kernel, tail[0] ? ": " : "", tail);
+  batch_done(b, ji);
+}
+
+/* Waits for a hello, a reply or a deadline, and takes what came. KEVO_E_IO when poll fails. */
+static int batch_wait(batch *b) {
+  triton_pool *p = b->p;
+  struct pollfd pfd[MAX_SERVERS];
+  int who[MAX_SERVERS], np = 0;
+  double now = now_s(), wait = 3600;
+  for (int si = 0; si < p->nmax; si++) {
+    server *s = &p->srv[si];
+    if (s->state != SRV_STARTING && s->state != SRV_BUSY) continue;
+    pfd[np] = (struct pollfd){.fd = s->proc.from_fd, .events = POLLIN};
+    who[np++] = si;
+    if (s->deadline - now < wait) wait = s->deadline - now;
+  }
+  int pr = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1000) + 1 : 0);
+  if (pr < 0 && errno != EINTR)
+    return kevo_fail(&b->start_err, KEVO_E_IO, "poll: %s", strerror(errno));
+  for (int k = 0; pr > 0 && k < np; k++)
+    if (pfd[k].revents) batch_read(b, who[k]);
+  return KEVO_OK;
+}
+
+/* Kills servers past their deadline: a start that never said hello, a compile too long. */
+static void batch_deadlines(batch *b) {
+  triton_pool *p = b->p;
+  double now = now_s();
+  for (int si = 0; si < p->nmax; si++) {
+    server *s = &p->srv[si];
+    if (s->state == SRV_STARTING && now > s->deadline) {
+      server_hello(p, si, &b->start_err); /* reads nothing, kills, says why */
+      b->start_failures++;
+    } else if (s->state == SRV_BUSY && now > s->deadline) {
+      size_t ji = (size_t)s->job;
+      const triton_compile_opts *o = b->jobs[ji].o;
+      char how[96], tail[16];
+      server_replace(p, si, 1, how, sizeof how, tail, sizeof tail);
+      b->rcs[ji] = kevo_fail(&b->errs[ji], KEVO_E_TIMEOUT,
+                             "compiling '%s' took longer than %.1f s: the server was killed (a "
+                             "fresh one is starting)",
+                             o->kernel, o->timeout_s > 0 ? o->timeout_s : p->o.timeout_s);
+      batch_done(b, ji);
+    }
+  }
+}
+
 void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t n,
                          triton_module **out, int *rcs, kevo_error *errs) {
   kevo_error e0;
@@ -583,161 +770,27 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
     }
     return;
   }
-  size_t left = 0;
-  for (size_t i = 0; i < n; i++) {
-    job *j = &jobs[i];
-    j->o = &opts[i];
-    if (!j->o->source || !j->o->kernel) {
-      rcs[i] = kevo_fail(&errs[i], KEVO_E_ARG, "a Triton compile needs a source and a kernel");
-      continue;
-    }
-    if (j->o->len > MAX_SOURCE) { /* refused once, here: never sent, never retried */
-      rcs[i] = kevo_fail(&errs[i], KEVO_E_COMPILE,
-                         "the source is %zu bytes, over the %zu-byte cap for a Triton candidate",
-                         j->o->len, MAX_SOURCE);
-      continue;
-    }
-    double t0 = now_s();
-    j->req = make_request(j->o);
-    request_hash(p, j->o, j->req, j->hash);
-    cJSON *reply = NULL;
-    kevo_buf cubin;
-    kevo_buf_init(&cubin, (size_t)1 << 30);
-    int cached = triton_cache_get(p->cache, j->hash, &reply, &cubin);
-    if (cached)
-      rcs[i] = module_from_reply(reply, cubin.data, cubin.len, j->o->filename, &out[i], &errs[i]);
-    cJSON_Delete(reply);
-    kevo_buf_free(&cubin);
-    if (cached && out[i]) {
-      out[i]->cached = cached;
-      out[i]->compile_ms = (now_s() - t0) * 1000.0;
-      snprintf(out[i]->hash, sizeof out[i]->hash, "%s", j->hash);
-      continue;
-    }
-    j->pending = 1;
-    left++;
-  }
-  int start_failures = 0;
-  kevo_error start_err = {KEVO_E_UNSUPPORTED, "no Triton compile server could start"};
-  while (left) {
-    /* Hand pending jobs to idle servers. */
-    size_t next = 0, npending = 0;
-    for (int si = 0; si < p->nmax; si++) {
-      if (p->srv[si].state != SRV_IDLE) continue;
-      while (next < n && !jobs[next].pending)
-        next++;
-      if (next == n) break;
-      kevo_error werr;
-      if (send_job(p, si, &jobs[next], p->next_id++, &werr) != KEVO_OK) {
-        char how[96], tail[16];
-        server_replace(p, si, 1, how, sizeof how, tail, sizeof tail);
-        if (++jobs[next].send_failures < 2) continue; /* another server may take it */
-        jobs[next].pending = 0; /* twice: the job, not the server, is the problem */
-        jobs[next].done = 1;
-        left--;
-        rcs[next] = kevo_fail(&errs[next], KEVO_E_WORKER,
-                              "the Triton compile server could not take '%s' (%s), twice",
-                              jobs[next].o->kernel, werr.msg);
-        continue;
-      }
-      p->srv[si].job = (long)next;
-      jobs[next].pending = 0;
-      jobs[next].running = 1;
-    }
-    /* Start more servers while jobs wait and the cap allows. */
-    int alive = 0, ready = 0;
-    for (size_t i = 0; i < n; i++)
-      npending += jobs[i].pending;
-    for (int si = 0; si < p->nmax; si++) {
-      int st = p->srv[si].state;
-      alive += st != SRV_DEAD;
-      ready += st == SRV_IDLE || st == SRV_STARTING;
-    }
-    for (int si = 0; si < p->nmax && (size_t)ready < npending && start_failures < 2; si++) {
-      if (p->srv[si].state != SRV_DEAD) continue;
-      if (server_start(p, si, &start_err) == KEVO_OK) {
-        ready++;
-        alive++;
-      } else
-        start_failures++;
-    }
-    if (!alive) {
+  batch b = {.p = p,
+             .n = n,
+             .jobs = jobs,
+             .out = out,
+             .rcs = rcs,
+             .errs = errs,
+             .start_err = {KEVO_E_UNSUPPORTED, "no Triton compile server could start"}};
+  batch_prepare(&b, opts);
+  while (b.left) {
+    batch_dispatch(&b);
+    if (!batch_start_servers(&b)) {
       for (size_t i = 0; i < n; i++)
         if (jobs[i].pending) {
-          jobs[i].pending = 0;
-          rcs[i] = start_err.status;
-          errs[i] = start_err;
-          left--;
+          rcs[i] = b.start_err.status;
+          errs[i] = b.start_err;
+          batch_done(&b, i);
         }
       break;
     }
-    /* Wait for a hello, a reply or a deadline. */
-    struct pollfd pfd[MAX_SERVERS];
-    int who[MAX_SERVERS], np = 0;
-    double now = now_s(), wait = 3600;
-    for (int si = 0; si < p->nmax; si++) {
-      server *s = &p->srv[si];
-      if (s->state != SRV_STARTING && s->state != SRV_BUSY) continue;
-      pfd[np] = (struct pollfd){.fd = s->proc.from_fd, .events = POLLIN};
-      who[np++] = si;
-      if (s->deadline - now < wait) wait = s->deadline - now;
-    }
-    int pr = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1000) + 1 : 0);
-    if (pr < 0 && errno != EINTR) {
-      kevo_fail(&start_err, KEVO_E_IO, "poll: %s", strerror(errno));
-      break;
-    }
-    for (int k = 0; pr > 0 && k < np; k++) {
-      if (!pfd[k].revents) continue;
-      int si = who[k];
-      server *s = &p->srv[si];
-      if (s->state == SRV_STARTING) {
-        if (server_hello(p, si, &start_err) != KEVO_OK) start_failures++;
-        continue;
-      }
-      job *j = &jobs[s->job];
-      size_t ji = (size_t)s->job;
-      kevo_frame f = {0};
-      double left_s = s->deadline - now_s();
-      kevo_error rerr;
-      int r = kevo_frame_read(s->proc.from_fd, &f, left_s > 0 ? (int)(left_s * 1000) : 0, &rerr);
-      if (r == KEVO_E_TIMEOUT) continue; /* the deadline check below kills it */
-      j->running = 0;
-      j->done = 1;
-      left--;
-      if (r == KEVO_OK) {
-        finish_reply(p, j, &f, (now_s() - s->sent) * 1000.0, &out[ji], &rcs[ji], &errs[ji]);
-        kevo_frame_free(&f);
-        s->state = SRV_IDLE;
-        continue;
-      }
-      char how[96], tail[600];
-      server_replace(p, si, r != KEVO_E_IO, how, sizeof how, tail, sizeof tail);
-      rcs[ji] = kevo_fail(&errs[ji], KEVO_E_WORKER,
-                          "the Triton compile server %s while compiling '%s' (a fresh one is "
-                          "starting)%s%s",
-                          how, j->o->kernel, tail[0] ? ": " : "", tail);
-    }
-    now = now_s();
-    for (int si = 0; si < p->nmax; si++) {
-      server *s = &p->srv[si];
-      if (s->state == SRV_STARTING && now > s->deadline) {
-        server_hello(p, si, &start_err); /* reads nothing, kills, says why */
-        start_failures++;
-      } else if (s->state == SRV_BUSY && now > s->deadline) {
-        size_t ji = (size_t)s->job;
-        char how[96], tail[16];
-        server_replace(p, si, 1, how, sizeof how, tail, sizeof tail);
-        rcs[ji] = kevo_fail(&errs[ji], KEVO_E_TIMEOUT,
-                            "compiling '%s' took longer than %.1f s: the server was killed (a "
-                            "fresh one is starting)",
-                            jobs[ji].o->kernel,
-                            jobs[ji].o->timeout_s > 0 ? jobs[ji].o->timeout_s : p->o.timeout_s);
-        jobs[ji].running = 0;
-        jobs[ji].done = 1;
-        left--;
-      }
-    }
+    if (batch_wait(&b)) break;
+    batch_deadlines(&b);
   }
   for (size_t i = 0; i < n; i++)
     cJSON_Delete(jobs[i].req);
