@@ -579,7 +579,9 @@ local function llm_name(l)
   return l and (l.provider .. ":" .. l.model) or nil
 end
 
-function M.execute(cfg, host)
+-- Reads what the run needs before it starts: the archive (a resumed run's settings from it), the
+-- task, the LLM settings, budgets, strategy, seeds and evaluator. Raises usage errors.
+local function prepare(cfg, host)
   local archive = require "kevo.archive"
   local dbpath = cfg.db or archive.default_path()
   local db, row, rec
@@ -640,6 +642,18 @@ function M.execute(cfg, host)
     if not db then M.archive_failed(dberr) end
   end
   local recipe_name = task.name or recipe_path
+  return {dbpath = dbpath, db = db, row = row, rec = rec, task = task, recipe_path = recipe_path,
+          llm_cfg = llm_cfg, budgets = budgets, strat = strat, sopts = sopts, seeds = seeds,
+          espec = espec, evaluator = evaluator, evaluator_name = evaluator_name,
+          recipe_name = recipe_name}
+end
+
+-- The run's id and journal: a new run, or the resumed one read back.
+local function open_tape(r, cfg, host)
+  local db, rec, row, dbpath = r.db, r.rec, r.row, r.dbpath
+  local strat, sopts, budgets, llm_cfg = r.strat, r.sopts, r.budgets, r.llm_cfg
+  local recipe_name, recipe_path = r.recipe_name, r.recipe_path
+  local evaluator_name, espec = r.evaluator_name, r.espec
   local run_id, tape
   if rec then
     run_id = cfg.resume
@@ -661,6 +675,15 @@ function M.execute(cfg, host)
     host.started(dbpath, run_id)
     tape = journal.open{db = db, run = run_id, mode = "live"}
   end
+  r.run_id, r.tape = run_id, tape
+end
+
+-- The search context, with the LLM configured, progress and log lines wired to the host, and
+-- (resuming) the switch to live once the journal is read back (it sets r.resumed_at).
+local function make_context(r, cfg, host)
+  local db, rec, row, dbpath, run_id, tape = r.db, r.rec, r.row, r.dbpath, r.run_id, r.tape
+  local task, seeds, evaluator = r.task, r.seeds, r.evaluator
+  local budgets, llm_cfg = r.budgets, r.llm_cfg
   local llm_state = {last_id = 0}
   local function configure_llm(budget, resume)
     if not llm_cfg then return end
@@ -691,7 +714,6 @@ function M.execute(cfg, host)
   }
   local ctx = search.new(ctx_opts)
   ctx_ref.ctx = ctx
-  local resumed_at
   if rec then
     tape:on_live(function(t) -- the journal is read back: the run goes on from here
       local o = ctx_opts
@@ -701,7 +723,7 @@ function M.execute(cfg, host)
       assert(db:run_reopen(run_id))
       M.open_run = {db = dbpath, id = run_id}
       host.started(dbpath, run_id)
-      resumed_at = t.pos
+      r.resumed_at = t.pos
       -- a finished run (it stalled, or spent a budget) is asked to go on: a stall counts
       -- afresh; a run that was killed goes on exactly as if it had not been
       local fresh = row.status == "done" or row.status == "failed"
@@ -717,14 +739,18 @@ function M.execute(cfg, host)
       configure_llm(o.max_tokens and math.max(0, o.max_tokens - ctx.tokens),
                     {after = t.llm_id, upto = upto})
       kevo.log("kevo run %d: resumed after journal entry %d (%d evaluations, %.1f s of run " ..
-               "time replayed); going on live", run_id, resumed_at, ctx.evals, ctx:elapsed())
+               "time replayed); going on live", run_id, r.resumed_at, ctx.evals, ctx:elapsed())
     end)
   end
-  kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s", run_id,
-           rec and "resuming " or "", strat.name, recipe_name, #seeds, evaluator_name,
-           llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")
+  return ctx
+end
 
-  local ok, err = pcall(strat.run, ctx, sopts)
+-- After the strategy returned (ok) or raised (err): the journal closed, the run's status
+-- recorded, the summary printed. Returns the exit code.
+local function finish(r, ctx, cfg, host, ok, err)
+  local db, row, rec, run_id, tape, evaluator = r.db, r.row, r.rec, r.run_id, r.tape, r.evaluator
+  local strat, recipe_name, evaluator_name = r.strat, r.recipe_name, r.evaluator_name
+  local resumed_at = r.resumed_at
   if evaluator.close then evaluator.close() end
   if host.tty then host.clear_progress() end
   if ok then
@@ -762,6 +788,19 @@ function M.execute(cfg, host)
                          resumed = rec and (resumed_at or tape.pos) or nil})
 end
 
+function M.execute(cfg, host)
+  local r = prepare(cfg, host)
+  open_tape(r, cfg, host)
+  local ctx = make_context(r, cfg, host)
+  local run_id, rec, strat, recipe_name, seeds = r.run_id, r.rec, r.strat, r.recipe_name, r.seeds
+  local evaluator_name, llm_cfg = r.evaluator_name, r.llm_cfg
+  kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s", run_id,
+           rec and "resuming " or "", strat.name, recipe_name, #seeds, evaluator_name,
+           llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")
+
+  local ok, err = pcall(strat.run, ctx, r.sopts)
+  return finish(r, ctx, cfg, host, ok, err)
+end
 -- Prints the summary on stdout and writes the best kernel; returns the exit code.
 function M.summary(ctx, s)
   local ok, compiled, failed = 0, 0, {}
