@@ -177,7 +177,7 @@ static int check_operand(const char *t, size_t n, size_t i, const char *what,
 }
 
 int cuda_scan_includes(const char *src, size_t len, const char *const incdirs[],
-                      const char *const shims[], char *why, size_t whylen) {
+                       const char *const shims[], char *why, size_t whylen) {
   spliced sp;
   if (splice(src, len, &sp)) {
     free(sp.t);

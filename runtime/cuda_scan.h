@@ -17,7 +17,7 @@
  * with the reason in why (a host header such as <torch/extension.h> is named as one). NVRTC
  * would otherwise read "foo.h" from the working directory and any absolute path it is given. */
 int cuda_scan_includes(const char *src, size_t len, const char *const incdirs[],
-                      const char *const shims[], char *why, size_t whylen);
+                       const char *const shims[], char *why, size_t whylen);
 
 /* Parses NVRTC's log into m->diags (lines of file `name` are the candidate's own; others
  * keep line 0 and name their file in the message) and m->kernels (from ptxas -v lines).
