@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "eval_request.h"
+#include "eval_result.h"
 #include "eval_triton.h"
 #include "launch.h"
 #include "recipe_knobs.h"
