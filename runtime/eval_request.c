@@ -129,7 +129,8 @@ int eval_build_request(const kevo_recipe *r, const eval_shapes *shs, const eval_
     }
   }
   cJSON *verify = cJSON_AddObjectToObject(req, "verify");
-  cJSON_AddNumberToObject(verify, "trials", cfg->trials < EVAL_MIN_TRIALS ? EVAL_MIN_TRIALS : cfg->trials);
+  cJSON_AddNumberToObject(verify, "trials",
+                          cfg->trials < EVAL_MIN_TRIALS ? EVAL_MIN_TRIALS : cfg->trials);
   if (seed) cJSON_AddNumberToObject(verify, "seed", (double)(seed & ((1ull << 53) - 1)));
   cJSON *tol = cJSON_AddObjectToObject(verify, "tolerance");
   for (size_t t = 0; t < r->ntensors; t++) {

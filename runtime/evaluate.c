@@ -562,7 +562,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
   }
   cJSON *shapes = cJSON_GetObjectItem(req, "shapes");
   recipe_knobs ks;
-  recipe_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe, &ks);
+  recipe_knobs_fill(cand->lang, cand->knobs, cand->nknobs, cand->source, cand->len, ev->recipe,
+                    &ks);
   int lrc = resolve_plans(ev->recipe, shs.s, shs.n, &cc, ks.d, ks.n, dev ? &ld : NULL, 0,
                           tri ? NULL : b->cm, shapes, "candidate", &err);
   recipe_knobs_free(&ks);

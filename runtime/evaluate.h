@@ -48,8 +48,11 @@ typedef struct eval_config {
  * kevo eval, which judges one candidate, turns racing off): bench on, a secret seed,
  * EVAL_MIN_TRIALS trials, EVAL_DEFAULT_DEADLINE_S, racing on. */
 #define EVAL_CONFIG_DEFAULT                                                                        \
-  ((eval_config){.bench = 1, .seed = 0, .trials = EVAL_MIN_TRIALS,                                 \
-                 .deadline_s = EVAL_DEFAULT_DEADLINE_S, .race = 1})
+  ((eval_config){.bench = 1,                                                                       \
+                 .seed = 0,                                                                        \
+                 .trials = EVAL_MIN_TRIALS,                                                        \
+                 .deadline_s = EVAL_DEFAULT_DEADLINE_S,                                            \
+                 .race = 1})
 
 typedef struct evaluator evaluator;
 
