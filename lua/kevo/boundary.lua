@@ -116,6 +116,8 @@ function Session:next_message(deadline_fn)
       if not ok or type(m) ~= "table" or type(m.op) ~= "string" then
         misbehave("sent a message that is not a JSON object with an op")
       end
+      -- plain data (no entry or generator reference, no null) is used as decoded
+      self.plain = not text:find('"$', 1, true) and not text:find("null", 1, true)
       return m
     end
     if code == "E_IO" then error({died = "ended"}, 0) end
@@ -341,7 +343,7 @@ function Session:dispatch(msg)
   local reply
   local ok, res = pcall(function()
     local args = {}
-    for i = 1, n do args[i] = self:decode(msg.a[i], 0) end
+    for i = 1, n do args[i] = self.plain and msg.a[i] or self:decode(msg.a[i], 0) end
     if m == "_push_limits" then
       local l = type(args[1]) == "table" and args[1] or {}
       local lim = {evals = math.tointeger(l.evals), seconds = tonumber(l.seconds)}

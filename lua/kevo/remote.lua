@@ -162,7 +162,9 @@ local function call(name, ...)
   if reply.err then error(reply.err, 0) end
   local r = reply.r or {}
   local out = {}
-  for i = 1, reply.n or 0 do out[i] = decode(r[i], 0) end
+  -- plain data (no entry, stop or null anywhere in the text) is used as decoded
+  local plain = not text:find('"$', 1, true) and not text:find("null", 1, true)
+  for i = 1, reply.n or 0 do out[i] = plain and r[i] or decode(r[i], 0) end
   return table.unpack(out, 1, reply.n or 0)
 end
 
