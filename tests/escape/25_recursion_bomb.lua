@@ -1,6 +1,9 @@
--- escape: unbounded recursion, and a value nested too deep to send
+-- escape: unbounded recursion, and a value nested too deep to send; the death is reported
+-- with the strategy's last log lines
 -- exit: 1
 -- want: stack overflow
+-- want: its last lines:
+-- want: deep value refused
 return {name = "e25", run = function(ctx)
   local deep = {}
   local cur = deep

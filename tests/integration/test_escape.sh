@@ -82,7 +82,7 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
   dir="$tmp/$name"
   mkdir -p "$dir/out"
   sed -e "s|@TMP@|$tmp|g" -e "s|@PORT@|$port|g" -e "s|@MODULES@|$modules|g" "$file" > "$dir/strategy.lua"
-  want_rc=$(directive exit "$file"); want=$(directive want "$file")
+  want_rc=$(directive exit "$file")
   budget=$(directive time "$file"); budget=${budget:-10}
   intr=$(directive interrupt "$file"); args=$(directive args "$file")
   time_args=(); [ "$budget" != none ] && time_args=(--time "${budget}s")
@@ -99,7 +99,9 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
   bad=""
   [ "$rc" -gt 2 ] && bad="$bad kevo died (exit $rc)"
   [ -n "$want_rc" ] && [ "$rc" != "$want_rc" ] && bad="$bad exit $rc, want $want_rc;"
-  [ -n "$want" ] && ! grep -qF -- "$want" "$dir/log" && bad="$bad output lacks '$want';"
+  while read -r w; do # every "-- want:" line must be in the output
+    [ -n "$w" ] && ! grep -qF -- "$w" "$dir/log" && bad="$bad output lacks '$w';"
+  done < <(sed -n 's/^-- want: *//p' "$file")
   grep -q ESCAPED "$dir/log" && bad="$bad ESCAPED;"
   # the run's own time (its summary line, from the run's start) within the budget + 2 s; the
   # whole command's within that plus kevo's start and finish (and 1 s for a loaded machine)
