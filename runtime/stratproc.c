@@ -52,13 +52,19 @@ int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_e
   snprintf(cpu, sizeof cpu, "%u", o->cpu_s);
   snprintf(mem, sizeof mem, "%zu", o->mem_bytes);
   char *argv[] = {"kevo", "strategy-process", host, seed, cpu, mem, NULL};
-  /* No environment: no API key, no proxy settings, nothing of the user's. A sanitizer build
-   * gets its options (the child ends by _exit, so no leak check runs there). */
+  /* No environment: no API key, no proxy settings, nothing of the user's, but the loader's
+   * library path, without which kevo itself may not start again where its libraries sit
+   * outside the system's (a GPU host's bundle, a private prefix). A sanitizer build gets its
+   * options (the child ends by _exit, so no leak check runs there). */
+  char *envp[4] = {NULL};
+  int nenv = 0;
+  char libpath[4096 + 16];
+  const char *ld = getenv("LD_LIBRARY_PATH");
+  if (ld && *ld && snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s", ld) < (int)sizeof libpath)
+    envp[nenv++] = libpath;
 #if KEVO_SANITIZED
-  char *envp[] = {"ASAN_OPTIONS=detect_leaks=0:abort_on_error=1",
-                  "UBSAN_OPTIONS=print_stacktrace=1", NULL};
-#else
-  char *envp[] = {NULL};
+  envp[nenv++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
+  envp[nenv++] = "UBSAN_OPTIONS=print_stacktrace=1";
 #endif
   int req[2] = {-1, -1}, rep[2] = {-1, -1}, er[2] = {-1, -1};
   if (pipe2(req, O_CLOEXEC) || pipe2(rep, O_CLOEXEC) || pipe2(er, O_CLOEXEC)) {

@@ -39,6 +39,9 @@ for f in $(cd "$KEVO_SRC/lua" && find kevo -name '*.lua' | sort); do
   m=${f%.lua}; m=${m%/init}; m=${m//\//.}; [ "$m" = kevo ] || modules="$modules $m"
 done
 
+# kevo runs with a library path the strategy process must keep (and nothing else of the env)
+libpath="$tmp/libprobe${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
 directive() { sed -n "s/^-- $1: *//p" "$2" | head -1; }
 
 inspect() { # inspect HOSTPID: checks the strategy process of a running kevo
@@ -50,8 +53,12 @@ inspect() { # inspect HOSTPID: checks the strategy process of a running kevo
   [ -n "$child" ] || { echo "FAIL: inspect: no strategy process under $host"; fail=1; return; }
   sleep 0.5
   local envsize fds seccomp nnp
-  # nothing but a sanitizer build's options (ASAN_OPTIONS, UBSAN_OPTIONS)
-  envsize=$(tr '\0' '\n' < "/proc/$child/environ" | grep -vc '^[A-Z]*SAN_OPTIONS=')
+  # nothing but a sanitizer build's options (ASAN_OPTIONS, UBSAN_OPTIONS) and the loader's
+  # library path kevo was given (a bundle's kevo cannot start again without it)
+  local libenv
+  libenv=$(tr '\0' '\n' < "/proc/$child/environ" | grep '^LD_LIBRARY_PATH=')
+  [ "$libenv" = "LD_LIBRARY_PATH=$libpath" ] || { echo "FAIL: inspect: library path '$libenv'"; fail=1; }
+  envsize=$(tr '\0' '\n' < "/proc/$child/environ" | grep -vc -e '^[A-Z]*SAN_OPTIONS=' -e '^LD_LIBRARY_PATH=')
   fds=$(ls "/proc/$child/fd" | sort -n | tr '\n' ' ')
   seccomp=$(sed -n 's/^Seccomp:\s*//p' "/proc/$child/status")
   nnp=$(sed -n 's/^NoNewPrivs:\s*//p' "/proc/$child/status")
@@ -59,7 +66,7 @@ inspect() { # inspect HOSTPID: checks the strategy process of a running kevo
   for fd in 0 1 2; do kinds="$kinds$(readlink "/proc/$child/fd/$fd" | cut -d: -f1) "; done
   if [ "$envsize" = 0 ] && [ "$fds" = "0 1 2 " ] && [ "$seccomp" = 2 ] && [ "$nnp" = 1 ] \
      && [ "$kinds" = "pipe pipe pipe " ]; then
-    echo "ok   inspect: empty environment, fds $fds($kinds), seccomp $seccomp, no_new_privs $nnp"
+    echo "ok   inspect: environment empty but the library path, fds $fds($kinds), seccomp $seccomp, no_new_privs $nnp"
   else
     echo "FAIL: inspect: environ $envsize bytes, fds '$fds' ($kinds), seccomp $seccomp, nnp $nnp"; fail=1
   fi
@@ -88,7 +95,7 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
   time_args=(); [ "$budget" != none ] && time_args=(--time "${budget}s")
   touch "$tmp/marker"; sleep 0.01 # files newer than this were written by the case
   start=$(date +%s.%N)
-  (cd "$dir" && exec "$KEVO" run "$recipe" --strategy ./strategy.lua --db "$dir/kevo.db" \
+  (cd "$dir" && LD_LIBRARY_PATH="$libpath" exec "$KEVO" run "$recipe" --strategy ./strategy.lua --db "$dir/kevo.db" \
       --out "$dir/out" "${time_args[@]}" $args > "$dir/log" 2>&1) &
   pid=$!
   [ "$(directive inspect "$file")" = yes ] && inspect "$pid"
