@@ -60,7 +60,8 @@ int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_e
   int nenv = 0;
   char libpath[4096 + 16];
   const char *ld = getenv("LD_LIBRARY_PATH");
-  if (ld && *ld && snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s", ld) < (int)sizeof libpath)
+  if (ld && *ld &&
+      snprintf(libpath, sizeof libpath, "LD_LIBRARY_PATH=%s", ld) < (int)sizeof libpath)
     envp[nenv++] = libpath;
 #if KEVO_SANITIZED
   envp[nenv++] = "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1";
