@@ -64,7 +64,9 @@ function M.system(opts)
       "and a launch description in a `# kevo:launch` comment block (Lua: return {kernels = {",
       "{name=, grid=, block=, args=}}}) using the shape parameters, cdiv, min and max.",
       "Correctness first: every shape listed must verify, including sizes that are not",
-      "multiples of any tile. Explain briefly what you changed and why before the code.",
+      "multiples of any tile, and so must shapes you are not shown (drawn from each size's",
+      "range) and inputs far from the usual ones (large values, large offsets).",
+      "Explain briefly what you changed and why before the code.",
     }, "\n")
   end
   return table.concat({
@@ -83,7 +85,9 @@ function M.system(opts)
     "  a string argument names a tensor. Several kernels run in order; scratch buffers are",
     "  declared as scratch = {name = {bytes = n, zero = true}}.",
     "- Correctness first: every shape listed must verify, including sizes that are not",
-    "  multiples of any tile; outputs are poisoned before each run.",
+    "  multiples of any tile; so must shapes you are not shown (drawn from each size's range)",
+    "  and inputs far from the usual ones (large values, large offsets); outputs are poisoned",
+    "  before each run and inputs are padded with NaN.",
     "- Explain briefly what you changed and why before the code.",
   }, "\n")
 end
