@@ -56,6 +56,15 @@ if(CLANG_FORMAT)
   add_test(NAME style/clang-format COMMAND ${CLANG_FORMAT} --dry-run -Werror ${KEVO_FORMATTED})
 endif()
 
+# The Lua half gets the C half's discipline: luacheck with the repository's .luacheckrc (which
+# also holds lines to 100 columns).
+find_program(LUACHECK luacheck)
+if(LUACHECK)
+  add_test(NAME style/luacheck COMMAND ${LUACHECK} --no-color --codes lua strategies tests examples bench
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(style/luacheck PROPERTIES LABELS "style")
+endif()
+
 # The worker and the driver share only the protocol and status (cmake/check_layers.cmake).
 add_test(NAME style/layers COMMAND ${CMAKE_COMMAND} -DSRC=${CMAKE_SOURCE_DIR}
   -P ${CMAKE_SOURCE_DIR}/cmake/check_layers.cmake)

@@ -404,7 +404,7 @@ function M.main(argv, host)
   end
   local text, err, code
   if o.description then
-    text, err = host.read_file(o.description)
+    text = host.read_file(o.description)
     if not text then
       io.stderr:write(("kevo import: %s: cannot read it\n"):format(o.description))
       return 2
@@ -432,15 +432,18 @@ function M.main(argv, host)
     io.stderr:write(("kevo import: %s exists (--force to overwrite)\n"):format(yaml_path))
     return 2
   end
-  for _, d in ipairs{o.out, dir} do
-    local ok, merr = host.mkdir(d)
+  for _, path in ipairs{o.out, dir} do
+    local ok, merr = host.mkdir(path)
     if not ok then io.stderr:write(("kevo import: %s\n"):format(merr)); return 1 end
   end
   for _, f in ipairs{{dir .. "/problem.py", src}, {dir .. "/description.json", text},
                      {dir .. "/README.md", r.readme}, {yaml_path, r.yaml}} do
     local fh, ferr = io.open(f[1], "wb")
-    local ok, werr = fh and fh:write(f[2])
-    if fh then fh:close() end
+    local ok, werr
+    if fh then
+      ok, werr = fh:write(f[2])
+      fh:close()
+    end
     if not ok then
       io.stderr:write(("kevo import: writing %s: %s\n"):format(f[1], tostring(ferr or werr)))
       return 1

@@ -361,7 +361,7 @@ function Session:run_calls(calls, use_cache)
     -- each attempt is settled (stored in the archive first) the moment its response ends,
     -- while the rest of the batch is still in flight: a kill then loses no reply that came
     local outcome = {}
-    local res, msg, code = self.client:request_many(reqs, function(i, r)
+    local _, msg, code = self.client:request_many(reqs, function(i, r)
       local c = batch[i]
       c.attempts = c.attempts + 1
       outcome[i] = self:settle(c, r) or "settled"

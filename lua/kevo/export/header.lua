@@ -41,8 +41,7 @@ end
 function M.render(o)
   local plan, out = o.plan, {}
   local function add(fmt, ...) out[#out + 1] = select("#", ...) > 0 and fmt:format(...) or fmt end
-  local is_scratch = {}
-  for _, s in ipairs(plan.scratch) do is_scratch[ident(s.name, "scratch buffer")] = s end
+  for _, s in ipairs(plan.scratch) do ident(s.name, "scratch buffer") end
   local buffers = {} -- launch arguments in order of first use: tensors, then scratch
   local seen = {}
   for _, k in ipairs(plan.kernels) do
