@@ -78,7 +78,9 @@ for i, r in ipairs(cold) do
   compile_ms = compile_ms + r.compile.ms
   if r.ok then
     ok = ok + 1
-    if r.bench and (not best or r.bench.median_ms < best.bench.median_ms) then best = r best.i = i end
+    if r.bench and (not best or r.bench.median_ms < best.bench.median_ms) then
+      best = r best.i = i
+    end
   end
 end
 local vlist = {}
@@ -87,23 +89,45 @@ table.sort(vlist)
 local compile_wall = t_cold - t_warm  -- what the cold compiles added to the batch
 local s = ev:stats()
 print(string.format("device              %s", dev.name))
-print(string.format("recipe              %s, %d candidates (%d knob combinations x salt)", ev:recipe().name, n, #combos))
+print(
+  string.format("recipe              %s, %d candidates (%d knob combinations x salt)",
+  ev:recipe().name, n, #combos))
 print(string.format("verdicts            %s", table.concat(vlist, " ")))
-print(string.format("throughput          %.2f candidates/s (cold compile + verify + bench: %.2f s)", n / t_cold, t_cold))
-print(string.format("stage: compile      %.1f ms per candidate (NVRTC, each); batch of %d adds %.2f s wall (concurrent)", compile_ms / n, n, compile_wall))
-print(string.format("stage: verify       %.1f ms per candidate (%d shapes x 5 trials)", 1000 * t_verify / n, cold[1].verify and cold[1].verify.shapes or 0))
-print(string.format("stage: bench        %.1f ms per candidate (candidate and reference, interleaved)", 1000 * (t_warm - t_verify) / n))
+print(
+  string.format("throughput          %.2f candidates/s (cold compile + verify + bench: %.2f s)",
+  n / t_cold, t_cold))
+print(
+  string.format(
+  "stage: compile      %.1f ms per candidate (NVRTC, each); batch of %d adds %.2f s wall "
+  .. "(concurrent)", compile_ms / n, n, compile_wall))
+print(
+  string.format("stage: verify       %.1f ms per candidate (%d shapes x 5 trials)",
+  1000 * t_verify / n, cold[1].verify and cold[1].verify.shapes or 0))
+print(
+  string.format("stage: bench        %.1f ms per candidate (candidate and reference, interleaved)",
+  1000 * (t_warm - t_verify) / n))
 if best then
   local knobs = {}
-  for k, v in pairs(batch(true)[best.i].knobs) do if k ~= "SALT" then knobs[#knobs + 1] = k .. "=" .. v end end
+  for k,
+  v in pairs(batch(true)[best.i].knobs) do if k ~= "SALT" then knobs[#knobs + 1] = k .. "=" ..
+  v end end
   table.sort(knobs)
-  print(string.format("best                %s: %.4g ms, %.2fx the reference, %.0f GB/s (%.0f%% of roofline)",
-        table.concat(knobs, ","), best.bench.median_ms, best.bench.speedup or 0, best.bench.gbps or 0, best.bench.roofline_pct or 0))
+  print(
+    string.format(
+    "best                %s: %.4g ms, %.2fx the reference, %.0f GB/s (%.0f%% of roofline)",
+        table.concat(knobs, ","), best.bench.median_ms, best.bench.speedup or 0,
+        best.bench.gbps or 0, best.bench.roofline_pct or 0))
 end
 local cm, vm, bm = stages(cold)
-print(string.format("cold cache          %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, worker bench %.1f ms", n / t_cold, cm, vm, bm))
+print(
+  string.format(
+  "cold cache          %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, worker "
+  .. "bench %.1f ms", n / t_cold, cm, vm, bm))
 cm, vm, bm = stages(warm)
-print(string.format("warm cache          %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f ms, worker bench %.1f ms", n / t_warm, cm, vm, bm))
+print(
+  string.format(
+  "warm cache          %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f "
+  .. "ms, worker bench %.1f ms", n / t_warm, cm, vm, bm))
 
 -- racing: the same warm batch judged by an evaluator that times every candidate in full
 local function bench_ms(res)
@@ -121,14 +145,19 @@ do
   local t_full = kevo.clock() - t1
   local raced_ms, nraced = bench_ms(warm)
   local full_ms = bench_ms(full)
-  print(string.format("racing              %d of %d raced; worker bench %.0f ms in all vs %.0f ms timing every candidate in full (%.0f%% saved); warm %.2f vs %.2f candidates/s",
-        nraced, n, raced_ms, full_ms, full_ms > 0 and 100 * (1 - raced_ms / full_ms) or 0, n / t_warm, n / t_full))
+  print(
+    string.format(
+    "racing              %d of %d raced; worker bench %.0f ms in all vs %.0f ms timing every "
+    .. "candidate in full (%.0f%% saved); warm %.2f vs %.2f candidates/s",
+        nraced, n, raced_ms, full_ms, full_ms > 0 and 100 * (1 - raced_ms / full_ms) or 0,
+        n / t_warm, n / t_full))
 end
 
 -- Triton: the recipe's Triton seed over its knob space, each source made unique by a comment
 local tseed
 for _, sd in ipairs(ev:recipe().seeds) do if sd.lang == "triton" then tseed = sd break end end
-local triton_ok = pcall(function() return require("kevo.triton").available() end) and require("kevo.triton").available()
+local triton_ok = pcall(function() return require("kevo.triton").available() end) and
+  require("kevo.triton").available()
 if tseed and triton_ok then
   local tn = {}
   for k in pairs(tseed.space) do tn[#tn + 1] = k end
@@ -151,7 +180,8 @@ if tseed and triton_ok then
     for i = 1, n do
       local knobs = {}
       for k, v in pairs(tc[(i - 1) % #tc + 1]) do knobs[k] = v end
-      list[i] = {lang = "triton", source = tseed.source .. "\n# salt " .. salt .. i .. "\n", knobs = knobs,
+      list[i] =
+        {lang = "triton", source = tseed.source .. "\n# salt " .. salt .. i .. "\n", knobs = knobs,
                  name = "softmax.py", launch = tseed.launch, launch_name = tseed.launch_name,
                  launch_line = tseed.launch_line}
     end
@@ -166,12 +196,20 @@ if tseed and triton_ok then
   table.sort(tl)
   cm, vm, bm = stages(tcold)
   print(string.format("triton verdicts     %s", table.concat(tl, " ")))
-  print(string.format("triton cold cache   %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, worker bench %.1f ms", n / tt_cold, cm, vm, bm))
+  print(
+    string.format(
+    "triton cold cache   %.2f candidates/s; medians: compile %.1f ms, worker verify %.1f ms, "
+    .. "worker bench %.1f ms", n / tt_cold, cm, vm, bm))
   cm, vm, bm = stages(twarm)
-  print(string.format("triton warm cache   %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f ms, worker bench %.1f ms", n / tt_warm, cm, vm, bm))
+  print(
+    string.format(
+    "triton warm cache   %.2f candidates/s; medians: compile %.1f ms (cached), worker verify %.1f "
+    .. "ms, worker bench %.1f ms", n / tt_warm, cm, vm, bm))
 else
   print("triton              skipped (no Triton seed or Triton not available)")
 end
-print(string.format("worker              %d spawns, %d kills, %d deaths, %d requests", s.spawns, s.kills, s.deaths, s.requests))
+print(
+  string.format("worker              %d spawns, %d kills, %d deaths, %d requests", s.spawns,
+  s.kills, s.deaths, s.requests))
 print(string.format("KEVO_SECONDS_PER_CANDIDATE=%.4f", t_cold / n))
 return ok > 0 and 0 or 1

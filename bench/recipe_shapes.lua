@@ -12,7 +12,8 @@ for _, name in ipairs(arg) do
     for _, x in ipairs(r[role]) do
       local dims = json.array()
       for _, e in ipairs(x.shape) do dims[#dims + 1] = assert(recipe.eval(e, params)) end
-      t.tensors[#t.tensors + 1] = {name = x.name, dtype = x.dtype, dims = dims, role = role:sub(1, -2),
+      t.tensors[#t.tensors + 1] =
+        {name = x.name, dtype = x.dtype, dims = dims, role = role:sub(1, -2),
                                    init = x.init}
     end
   end

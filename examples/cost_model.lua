@@ -19,7 +19,8 @@
 -- Sources may carry `kevo-model: speed=F` (the loopback LLM server writes it into its
 -- rewrites): the time is divided by F. Failures, as a real evaluator gives them: an `#error`
 -- line outside any `#if` block is a compile error, in either language (guarded ones, which the
--- packaged CUDA seeds carry to check their knobs, are not: the model evaluates no conditions); `kevo-model: wrong` and
+-- packaged CUDA seeds carry to check their knobs, are not: the model evaluates no conditions);
+-- `kevo-model: wrong` and
 -- CUDA BLOCK*VEC above 8192 are wrong results (with a worst element); a block of more than 1024
 -- threads (CUDA's BLOCK, Triton's num_warps * 32) cannot launch.
 

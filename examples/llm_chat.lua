@@ -17,13 +17,15 @@ local spec, turns = arg[1] ~= "" and arg[1] or nil, tonumber(arg[2] or "3")
 local flags = spec and {llm = spec} or nil
 local d = llm.doctor{probe = false, flags = flags}
 if not (d.configured and d.model) then
-  local why = d.error and not d.error:find("no model configured", 1, true) and (" (" .. d.error .. ")") or ""
+  local why = d.error and
+    not d.error:find("no model configured", 1, true) and (" (" .. d.error .. ")") or ""
   io.stderr:write("llm_chat: no language model is configured", why,
                   ". Name one:\n",
                   "  kevo script examples/llm_chat.lua openai:gpt-4.1     (provider:model here)\n",
                   "  kevo script --llm openai:gpt-4.1 examples/llm_chat.lua\n",
                   "  KEVO_LLM=openai:gpt-4.1, or llm = openai:gpt-4.1 in kevo.conf\n",
-                  "and the key in its variable (OPENAI_API_KEY; llm.key_env); docs/llm.md, kevo doctor\n")
+                  "and the key in its variable (OPENAI_API_KEY; llm.key_env); docs/llm.md, kevo "
+                    .. "doctor\n")
   return 2
 end
 llm.configure{flags = flags}
@@ -47,7 +49,9 @@ local function evaluate(c)
             message = "this build has no evaluator (kevo.evaluate); the code was not run"}
   end
   local ok, res, msg = pcall(kevo.evaluate, {lang = c.lang, source = c.source, launch = c.launch})
-  if not ok then return {ok = false, verdict = "error", stage = "compile", message = tostring(res)} end
+  if not ok then
+    return {ok = false, verdict = "error", stage = "compile", message = tostring(res)}
+  end
   return res or {ok = false, verdict = "error", stage = "compile", message = msg}
 end
 

@@ -74,7 +74,8 @@ while true do
   for _, e in ipairs(ctx:evaluate(nb)) do
     if e.ok and search.better(e, cur) then cur, moved = e, true end
   end
-  print(string.format("  at %s: %.2fx (%d evaluations so far)", search.knobs_key(cur.candidate.knobs),
+  print(
+    string.format("  at %s: %.2fx (%d evaluations so far)", search.knobs_key(cur.candidate.knobs),
                       cur.score, ctx.evals))
   if not moved then break end
 end

@@ -1,4 +1,5 @@
--- autotune: tunes template knobs: exhaustive when the space is small, else simulated annealing or random sampling
+-- autotune: tunes template knobs: exhaustive when the space is small, else simulated annealing or
+-- random sampling
 --
 -- Options (kevo run --set KEY=VALUE):
 --   method      "auto" (default): exhaustive when a space has at most `exhaustive_max` points

@@ -51,7 +51,8 @@ local function run(ctx, opts)
   end
 end
 
-return {name = "beam", describe = "keeps the k best kernels, expands each with n LLM rewrites per round",
+return {name = "beam",
+  describe = "keeps the k best kernels, expands each with n LLM rewrites per round",
         options = {"width", "n", "rounds"},
         option_values = {width = "count", n = "count", rounds = "count"},
         run = run}

@@ -68,7 +68,8 @@ local function check_descriptors(v)
   local names = {}
   for k in pairs(DESCRIPTORS) do names[#names + 1] = k end
   table.sort(names)
-  return "two comma-separated descriptors, each one of " .. table.concat(names, ", ") .. " or knob:NAME"
+  return "two comma-separated descriptors, each one of " .. table.concat(names, ", ") ..
+    " or knob:NAME"
 end
 
 local function run(ctx, opts)
@@ -195,8 +196,11 @@ local function run(ctx, opts)
 end
 
 return {name = "evolve",
-        describe = "evolutionary islands with migration and a MAP-Elites archive over two descriptors",
-        options = {"islands", "population", "generations", "migrate_every", "elite_rate", "crossover", "descriptors"},
+        describe =
+          "evolutionary islands with migration and a MAP-Elites archive over two descriptors",
+        options =
+          {"islands", "population", "generations", "migrate_every", "elite_rate", "crossover",
+          "descriptors"},
         option_values = {islands = "count", population = "count", generations = "count",
                          migrate_every = "count", elite_rate = "fraction", crossover = "fraction",
                          descriptors = check_descriptors},

@@ -46,7 +46,8 @@ local function run(ctx, opts)
   end
 end
 
-return {name = "greedy", describe = "refines the best kernel with the LLM, feeding back the last result",
+return {name = "greedy",
+  describe = "refines the best kernel with the LLM, feeding back the last result",
         options = {"steps", "n"},
         option_values = {steps = "count", n = "count"},
         run = run}

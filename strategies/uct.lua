@@ -103,7 +103,9 @@ local function run(ctx, opts)
   end
 end
 
-return {name = "uct", describe = "tree search over candidate lineage, choosing where to expand by UCT",
+return {name = "uct",
+  describe = "tree search over candidate lineage, choosing where to expand by UCT",
         options = {"iterations", "n", "max_children", "c"},
-        option_values = {iterations = "count", n = "count", max_children = "count", c = "nonnegative"},
+        option_values =
+          {iterations = "count", n = "count", max_children = "count", c = "nonnegative"},
         run = run}

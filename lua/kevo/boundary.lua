@@ -34,7 +34,8 @@ local function callable(ctx)
   local mt = getmetatable(ctx).__index
   local names, ok = {}, {_push_limits = true, _pop_limits = true}
   for k, v in pairs(mt) do
-    if type(v) == "function" and type(k) == "string" and k:sub(1, 1) ~= "_" and k ~= "with_limits" then
+    if type(v) == "function" and type(k) == "string" and k:sub(1, 1) ~= "_" and
+      k ~= "with_limits" then
       names[#names + 1] = k
       ok[k] = true
     end
@@ -59,7 +60,9 @@ end
 -- The process's stderr, a line at a time, to the log (and the tail).
 function Session:pump_stderr()
   local bytes, dropped = self.proc:stderr()
-  if dropped and dropped > 0 then self:log(string.format("(%d bytes of its stderr dropped)", dropped)) end
+  if dropped and dropped > 0 then
+    self:log(string.format("(%d bytes of its stderr dropped)", dropped))
+  end
   if bytes == "" then return end
   local text = self.partial .. bytes
   local last = 1
@@ -93,7 +96,8 @@ end
 -- The report of a process that died or was killed: why, how, and its last lines.
 function Session:death(why, grace_ms)
   local how = self:finish(grace_ms or 200)
-  local lines = #self.tail > 0 and ("\n  its last lines:\n    " .. table.concat(self.tail, "\n    ")) or ""
+  local lines =
+    #self.tail > 0 and ("\n  its last lines:\n    " .. table.concat(self.tail, "\n    ")) or ""
   return string.format("the strategy process %s (%s)%s", why, how, lines)
 end
 
@@ -193,7 +197,9 @@ function M.start(specs, opts)
   local t0 = s.clock()
   local ok, e = pcall(function()
     local hello = s:next_message(function() return t0 + 10, "did not start in 10 s" end)
-    if hello.op == "fatal" then error({died = "could not confine itself: " .. tostring(hello.error)}, 0) end
+    if hello.op == "fatal" then
+      error({died = "could not confine itself: " .. tostring(hello.error)}, 0)
+    end
     if hello.op ~= "hello" then misbehave("did not say hello") end
     s.confined = type(hello.confined) == "string" and hello.confined or "?"
     s.landlock = math.tointeger(hello.landlock) or 0
@@ -210,7 +216,9 @@ function M.start(specs, opts)
     if type(r.parts) ~= "table" or #r.parts ~= #specs then misbehave("loaded the wrong parts") end
     local parts = {}
     for i, p in ipairs(r.parts) do
-      if type(p) ~= "table" or type(p.name) ~= "string" then misbehave("described part %d badly", i) end
+      if type(p) ~= "table" or type(p.name) ~= "string" then
+        misbehave("described part %d badly", i)
+      end
       local options
       if type(p.options) == "table" then
         options = {}
@@ -318,7 +326,8 @@ function Session:state()
     return nil
   end
   self.last_state = {best_id, c.evals, c.tokens, c.proposals}
-  return {best = self:encode(c.best, 0), evals = c.evals, tokens = c.tokens, proposals = c.proposals}
+  return {best = self:encode(c.best, 0), evals = c.evals, tokens = c.tokens,
+    proposals = c.proposals}
 end
 
 -- One call: checked, run on the real context, answered. A stop of the whole run starts the
@@ -326,9 +335,12 @@ end
 function Session:dispatch(msg)
   local ctx = self.ctx
   local m = msg.m
-  if type(m) ~= "string" or not self.allowed[m] then misbehave("called ctx:%s, which it may not", tostring(m)) end
+  if type(m) ~= "string" or not self.allowed[m] then
+    misbehave("called ctx:%s, which it may not", tostring(m))
+  end
   local n = math.tointeger(msg.n)
-  if not n or n < 0 or n > 64 or type(msg.a) ~= "table" or type(msg.g) ~= "table" or #msg.g < 1 or #msg.g > 64 then
+  if not n or n < 0 or n > 64 or type(msg.a) ~= "table" or type(msg.g) ~= "table" or #msg.g < 1 or
+    #msg.g > 64 then
     misbehave("sent a malformed call")
   end
   self.rngs = {}
@@ -351,7 +363,9 @@ function Session:dispatch(msg)
       return table.pack(p.depth)
     elseif m == "_pop_limits" then
       local p = ctx._phase
-      if not p or p.depth ~= args[1] then error("ctx: with_limits levels closed out of order", 0) end
+      if not p or p.depth ~= args[1] then
+        error("ctx: with_limits levels closed out of order", 0)
+      end
       ctx._phase = p.parent
       return table.pack()
     end
@@ -393,7 +407,8 @@ function Session:serve(ctx, opts, hooks)
   names, self.allowed = callable(ctx)
   local task = self:encode(ctx.task, 0)
   self:send({op = "run", task = task, seeds = self:encode(ctx.seeds, 0), seed = hooks.seed or 1,
-             rng = rngmod.state(ctx.rng), llm = ctx.llm, run = ctx.run, methods = json.array(names), opts = self:encode(opts, 0)})
+             rng = rngmod.state(ctx.rng), llm = ctx.llm, run = ctx.run,
+             methods = json.array(names), opts = self:encode(opts, 0)})
   local int_at
   local function deadline()
     local now = self.clock()
@@ -454,7 +469,8 @@ function Session:serve(ctx, opts, hooks)
     if s and s.reason == done.stop.reason then error(s, 0) end
     error("the strategy raised a stop the run never gave (" .. tostring(done.stop.reason) .. ")", 0)
   end
-  local lines = #self.tail > 0 and ("\n  its last lines:\n    " .. table.concat(self.tail, "\n    ")) or ""
+  local lines =
+    #self.tail > 0 and ("\n  its last lines:\n    " .. table.concat(self.tail, "\n    ")) or ""
   error(tostring(done.error) .. lines, 0)
 end
 
@@ -468,7 +484,8 @@ function M.load(specs, opts)
   for i, p in ipairs(s.parts) do names[i] = p.name end
   return {
     name = table.concat(names, "+"),
-    describe = #s.parts == 1 and s.parts[1].describe or ("runs " .. table.concat(names, ", then ") .. " on one run"),
+    describe = #s.parts == 1 and
+      s.parts[1].describe or ("runs " .. table.concat(names, ", then ") .. " on one run"),
     parts = s.parts,
     session = s,
     confined = s.confined,

@@ -163,7 +163,9 @@ function M.llm(opts)
       local sub = k == "llm" and "llm" or k:match("^llm%.(.+)$")
       if sub then
         local err = put(sub, e.value, path .. ":" .. e.line)
-        if err then return nil, string.format("E_PARSE: %s:%d: %s", path, e.line, err), "E_PARSE" end
+        if err then
+          return nil, string.format("E_PARSE: %s:%d: %s", path, e.line, err), "E_PARSE"
+        end
       end
     end
   end

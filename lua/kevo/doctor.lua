@@ -21,7 +21,8 @@ local function check_nvrtc()
   local src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1.0f; }'
   local mod, msg = cuda.compile(src, {name = "doctor.cu"})
   if not mod then
-    return {item = "NVRTC", ok = false, detail = ("NVRTC %d.%d cannot compile: %s"):format(major, minor, msg),
+    return {item = "NVRTC", ok = false,
+      detail = ("NVRTC %d.%d cannot compile: %s"):format(major, minor, msg),
             fix = "check the CUDA toolkit install (headers under include/, libnvrtc-builtins)"}
   end
   return {item = "NVRTC", ok = true,
@@ -35,9 +36,12 @@ local function check_gpu()
             fix = "rebuild kevo"}
   end
   local ok, dev, msg = pcall(evaluator.probe)
-  if ok and not dev and tostring(msg):find("E_NOGPU", 1, true) then msg = msg:gsub("^E_NOGPU: ", "") end
+  if ok and not dev and tostring(msg):find("E_NOGPU", 1, true) then
+    msg = msg:gsub("^E_NOGPU: ", "")
+  end
   if not ok then
-    return {item = "GPU", ok = false, detail = tostring(dev), fix = "see the worker's message above"}
+    return {item = "GPU", ok = false, detail = tostring(dev),
+      fix = "see the worker's message above"}
   end
   if not dev then
     return {item = "GPU", ok = false, detail = msg,
@@ -46,13 +50,15 @@ local function check_gpu()
   end
   return {item = "GPU", ok = true,
           detail = ("%s (sm_%d%d, %d SMs, %.0f GB), copy bandwidth %.0f GB/s"):format(
-            dev.name, dev.cc[1], dev.cc[2], dev.sms, (dev.mem_bytes or 0) / 1e9, dev.copy_gbps or 0)}
+            dev.name, dev.cc[1], dev.cc[2], dev.sms, (dev.mem_bytes or 0) / 1e9,
+            dev.copy_gbps or 0)}
 end
 
 local function check_archive()
   local archive, why = try_require "kevo.archive"
   if not archive then
-    return {item = "archive", ok = false, detail = "kevo.archive is not built: " .. why, fix = "rebuild kevo"}
+    return {item = "archive", ok = false, detail = "kevo.archive is not built: " .. why,
+      fix = "rebuild kevo"}
   end
   local path = os.getenv("KEVO_DB") or "kevo.db"
   local f = io.open(path, "rb")
@@ -61,7 +67,10 @@ local function check_archive()
   end
   f:close()
   local db, msg = archive.open(path)
-  if not db then return {item = "archive", ok = false, detail = msg, fix = "move the file aside; kevo makes a new one"} end
+  if not db then
+    return {item = "archive", ok = false, detail = msg,
+      fix = "move the file aside; kevo makes a new one"}
+  end
   local runs = db:runs()
   db:close()
   return {item = "archive", ok = true, detail = ("%s, %d runs"):format(path, #runs)}
@@ -70,12 +79,15 @@ end
 local function check_triton()
   local triton, why = try_require "kevo.triton"
   if not triton then
-    return {item = "Triton", ok = false, detail = "kevo.triton is not built: " .. why, fix = "rebuild kevo"}
+    return {item = "Triton", ok = false, detail = "kevo.triton is not built: " .. why,
+      fix = "rebuild kevo"}
   end
   local ok, version = triton.available()
   if not ok then
     return {item = "Triton", ok = nil, detail = version,
-            fix = "run scripts/setup.sh (installs Triton in .venv) or set KEVO_PYTHON to a python3 with triton"}
+            fix =
+              "run scripts/setup.sh (installs Triton in .venv) or set KEVO_PYTHON to a python3 "
+              .. "with triton"}
   end
   return {item = "Triton", ok = true, detail = version}
 end
@@ -83,12 +95,15 @@ end
 local function check_llm(probe)
   local llm, why = try_require "kevo.llm"
   if not llm then
-    return {item = "LLM", ok = false, detail = "kevo.llm is not built: " .. why, fix = "rebuild kevo"}
+    return {item = "LLM", ok = false, detail = "kevo.llm is not built: " .. why,
+      fix = "rebuild kevo"}
   end
   local d = llm.doctor{probe = probe}
   if not d.configured then
     return {item = "LLM", ok = nil, detail = d.detail or "no LLM configured",
-            fix = d.fix or "set KEVO_LLM=provider:model and the key variable; without an LLM kevo tunes templates"}
+            fix = d.fix or
+              "set KEVO_LLM=provider:model and the key variable; without an LLM kevo tunes "
+              .. "templates"}
   end
   return {item = "LLM", ok = d.ok, detail = d.detail, fix = d.fix}
 end
@@ -122,7 +137,8 @@ function M.main(args)
       if r.ok ~= true and r.fix then print(("              fix: %s"):format(r.fix)) end
     end
     print(can_search and "kevo can search for kernels here."
-      or "kevo cannot verify or time kernels here (see above); it can still compile and check them.")
+      or "kevo cannot verify or time kernels here (see above); it can still compile and check "
+        .. "them.")
   end
   return can_search and 0 or 1
 end

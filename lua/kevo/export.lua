@@ -63,7 +63,10 @@ end
 local function defines_of(knobs)
   local d = {}
   for k, v in pairs(knobs or {}) do
-    if type(k) == "string" and (type(v) == "number" or type(v) == "boolean" or type(v) == "string") then d[k] = v end
+    if type(k) == "string" and (type(v) == "number" or type(v) == "boolean" or
+      type(v) == "string") then
+      d[k] = v
+    end
   end
   return d
 end
@@ -80,8 +83,11 @@ local function compile_cuda(src, knobs, arch, name)
   return bytes, i
 end
 
--- compile_triton(src, knobs, plan, tensors, arch): cubin, info, plan fixed for the cubin | nil, why.
-local TRITON_TYPES = {f32 = "*fp32", f16 = "*fp16", bf16 = "*bf16", f64 = "*fp64", i32 = "*i32", i64 = "*i64", u8 = "*u8"}
+-- compile_triton(src, knobs, plan, tensors, arch): cubin, info, plan fixed for the cubin | nil,
+-- why.
+local TRITON_TYPES =
+  {f32 = "*fp32", f16 = "*fp16", bf16 = "*bf16", f64 = "*fp64", i32 = "*i32", i64 = "*i64",
+  u8 = "*u8"}
 local function compile_triton(src, knobs, plan, tensors, arch)
   local triton, why = try_require "kevo.triton"
   if not triton then return nil, "kevo.triton is not in this build: " .. why end
@@ -131,7 +137,8 @@ local function tensors_of(recipe)
         init.a_value = init.a and r.eval(init.a, recipe.params) or nil
         init.b_value = init.b and r.eval(init.b, recipe.params) or nil
       end
-      out[#out + 1] = {name = t.name, role = role:sub(1, -2), dtype = t.dtype, shape = t.shape, init = init}
+      out[#out + 1] =
+        {name = t.name, role = role:sub(1, -2), dtype = t.dtype, shape = t.shape, init = init}
     end
   end
   return out
@@ -171,7 +178,9 @@ local function export(db, run, dir, sys)
   for _, c in ipairs(assert(db:candidates(run.id))) do by_id[c.id] = c end
   local chain = {}
   for _, c in ipairs(report.lineage(by_id, best.candidate)) do
-    chain[#chain + 1] = {candidate = c.id, origin = c.origin, source_hash = c.source_hash, best_speedup = c.best_speedup}
+    chain[#chain + 1] =
+      {candidate = c.id, origin = c.origin, source_hash = c.source_hash,
+      best_speedup = c.best_speedup}
   end
 
   local ok, err = sys.mkdir(dir)
@@ -185,7 +194,8 @@ local function export(db, run, dir, sys)
     local cuda = try_require "kevo.cuda"
     arch = cuda and cuda.default_arch() or "sm_90"
     note(synthetic and ("a synthetic run names no GPU; compiled for " .. arch)
-         or ("the archive does not say which architecture the kernel was measured on; compiled for " .. arch))
+         or ("the archive does not say which architecture the kernel was measured on; compiled "
+           .. "for " .. arch))
   end
 
   -- shapes and plans
@@ -194,10 +204,14 @@ local function export(db, run, dir, sys)
   local params = recipe and recipe.params or config.params
   local chunk = best.candidate_launch or plans.chunk_of(src, lang)
   if not chunk and recipe then
-    for _, s in ipairs(recipe.seeds or {}) do if s.lang == lang and s.launch then chunk = s.launch end end
+    for _,
+    s in ipairs(recipe.seeds or {}) do if s.lang == lang and s.launch then chunk = s.launch end end
   end
   local tensors = recipe and tensors_of(recipe) or {}
-  if not recipe then note("the recipe could not be read again (" .. tostring(rwhy) .. "): launch.json has no tensors or per-shape plans") end
+  if not recipe then
+    note("the recipe could not be read again (" .. tostring(rwhy) ..
+      "): launch.json has no tensors or per-shape plans")
+  end
   -- plans come from the evaluator's own resolver (runtime/launch.c, with the knobs the source
   -- defaults as an evaluation sees them), so what export writes is what was measured
   local ev
@@ -214,7 +228,8 @@ local function export(db, run, dir, sys)
     return by
   end
   local shapes = {}
-  local shape_list = recipe and recipe.shapes or (params and {{label = "benchmark", params = params}}) or {}
+  local shape_list = recipe and
+    recipe.shapes or (params and {{label = "benchmark", params = params}}) or {}
   local cand_plans, perr
   if chunk then
     cand_plans, perr = plans_of(src, lang, chunk, knobs)
@@ -226,7 +241,9 @@ local function export(db, run, dir, sys)
     sh.plan = cand_plans and cand_plans[i]
     shapes[i] = sh
   end
-  if not chunk then note("no launch chunk (neither in the candidate nor its source): launch.json has no plan") end
+  if not chunk then
+    note("no launch chunk (neither in the candidate nor its source): launch.json has no plan")
+  end
   local bench_plan = shapes[1] and shapes[1].plan
 
   -- cubins
@@ -238,14 +255,17 @@ local function export(db, run, dir, sys)
     cubin, cinfo, fixed = compile_triton(src, knobs, bench_plan, tensors, arch)
     if cubin then
       -- the Triton calling convention (block, shared, trailing scratch) applies to every shape
-      for _, sh in ipairs(shapes) do if sh.plan and sh.plan ~= fixed then compile_triton(src, knobs, sh.plan, tensors, arch) end end
+      for _,
+      sh in ipairs(shapes) do if sh.plan and
+      sh.plan ~= fixed then compile_triton(src, knobs, sh.plan, tensors, arch) end end
     end
   else
     cinfo = "no plan to derive the Triton signature from"
   end
   if cubin then
     write(dir, "kernel.cubin", cubin)
-    wrote("kernel.cubin", ("%s cubin (%d bytes), recompiled from %s%s"):format(arch, #cubin, src_name,
+    wrote(
+      "kernel.cubin", ("%s cubin (%d bytes), recompiled from %s%s"):format(arch, #cubin, src_name,
       lang == "triton" and " by the Triton compiler" or " by NVRTC with the knobs as defines"))
   else
     note("no kernel.cubin: " .. tostring(cinfo))
@@ -269,20 +289,27 @@ local function export(db, run, dir, sys)
   end
 
   local launch = {lang = lang, arch = arch, cubin = cubin and "kernel.cubin" or nil, knobs = knobs,
-                  launch_chunk = chunk, tensors = json.array(tensors), tolerance = recipe and recipe.tolerance or nil,
-                  params = params, shapes = json.array(shapes), plan = bench_plan, reference = ref_out}
+                  launch_chunk = chunk, tensors = json.array(tensors),
+                  tolerance = recipe and recipe.tolerance or nil,
+                  params = params, shapes = json.array(shapes), plan = bench_plan,
+                  reference = ref_out}
   write(dir, "launch.json", json.encode(launch, {pretty = true}))
-  wrote("launch.json", "tensors, the recipe's shapes with a plan each (grid, block, shared, args), knobs, the launch chunk")
+  wrote("launch.json",
+    "tensors, the recipe's shapes with a plan each (grid, block, shared, args), knobs, the launch "
+    .. "chunk")
 
   if bench_plan then
     local names = recipe and recipe.param_names or {}
-    if not recipe then for k in pairs(params or {}) do names[#names + 1] = k end table.sort(names) end
+    if not recipe then for k in pairs(params or {}) do names[#names + 1] =
+      k end table.sort(names) end
     local hok, header = pcall(require("kevo.export.header").render, {
-      plan = bench_plan, params = params, param_names = names, cubin = cubin, shape_label = shapes[1].label,
+      plan = bench_plan, params = params, param_names = names, cubin = cubin,
+      shape_label = shapes[1].label,
       provenance_line = ("run %d, candidate %d, %s"):format(run.id, best.candidate, arch)})
     if hok then
       write(dir, "kernel_launch.h", header)
-      wrote("kernel_launch.h", "C header: load the cubin (embedded) and launch it with the CUDA driver API")
+      wrote("kernel_launch.h",
+        "C header: load the cubin (embedded) and launch it with the CUDA driver API")
     else
       note("no kernel_launch.h: " .. tostring(header))
     end
@@ -294,35 +321,54 @@ local function export(db, run, dir, sys)
   wrote("torch_ext.py", "PyTorch: load the cubin through ctypes and launch it on torch's stream")
   if ref_out then
     write(dir, "make_test_vectors.py", py.make_test_vectors)
-    wrote("make_test_vectors.py", "on a GPU: inputs, reference outputs, and a check of the kernel against them")
+    wrote("make_test_vectors.py",
+      "on a GPU: inputs, reference outputs, and a check of the kernel against them")
   else
-    note("no make_test_vectors.py: the reference kernel could not be exported, and kevo stores no tensors")
+    note(
+      "no make_test_vectors.py: the reference kernel could not be exported, and kevo stores no "
+      .. "tensors")
   end
 
   local bench = result.bench or {}
   local provenance = {
-    recipe = {name = run.recipe, path = run.recipe_path, hash = run.recipe_hash, reread_from = recipe and recipe.path},
-    run = {id = run.id, strategy = run.strategy, status = run.status, seed = run.seed, created = run.created,
-           finished = run.finished, kevo_version = run.kevo_version, kevo_commit = run.kevo_commit, host = run.host},
+    recipe =
+      {name = run.recipe, path = run.recipe_path, hash = run.recipe_hash,
+      reread_from = recipe and recipe.path},
+    run =
+      {id = run.id, strategy = run.strategy, status = run.status, seed = run.seed,
+      created = run.created,
+           finished = run.finished, kevo_version = run.kevo_version, kevo_commit = run.kevo_commit,
+           host = run.host},
     exported_by = {kevo_version = kevo.version, kevo_commit = kevo.commit, at = os.time()},
-    candidate = {id = best.candidate, origin = best.candidate_origin, lang = lang, source_hash = best.candidate_source_hash,
+    candidate =
+      {id = best.candidate, origin = best.candidate_origin, lang = lang,
+      source_hash = best.candidate_source_hash,
                  knobs = knobs, parent_chain = json.array(chain)},
-    evaluation = {id = best.id, verdict = best.verdict, stage = best.stage, speedup = best.speedup, median_ms = best.median_ms,
-                  bench = result.bench, verify = result.verify, compile = result.compile and {arch = result.compile.arch,
+    evaluation =
+      {id = best.id, verdict = best.verdict, stage = best.stage, speedup = best.speedup,
+      median_ms = best.median_ms,
+                  bench = result.bench, verify = result.verify,
+                  compile = result.compile and {arch = result.compile.arch,
                   kernels = result.compile.kernels} or nil},
-    synthetic = synthetic and {model = synthetic, note = "computed by the model evaluator, not measured"} or nil,
-    measured_on = not synthetic and {device = fp.device or (result.device or {}).name, cc = fp.cc or (result.device or {}).cc,
+    synthetic = synthetic and
+      {model = synthetic, note = "computed by the model evaluator, not measured"} or nil,
+    measured_on = not synthetic and
+      {device = fp.device or (result.device or {}).name, cc = fp.cc or (result.device or {}).cc,
                    driver = fp.driver, sm_clock_mhz = bench.sm_clock_mhz or fp.sm_clock_mhz,
                    mem_clock_mhz = fp.mem_clock_mhz, temp_c = bench.temp_c or fp.temp_c,
                    kevo_commit = fp.kevo_commit, fingerprint = fp} or nil,
     cubin = cubin and {file = "kernel.cubin", arch = arch, bytes = #cubin,
-                       compiler = lang == "triton" and "triton" or "nvrtc", hash = type(cinfo) == "table" and cinfo.hash or nil} or nil,
+                       compiler = lang == "triton" and "triton" or "nvrtc",
+                       hash = type(cinfo) == "table" and cinfo.hash or nil} or nil,
     notes = json.array(notes),
   }
   write(dir, "provenance.json", json.encode(provenance, {pretty = true}))
-  wrote("provenance.json", "recipe, run, candidate and its parent chain, GPU, driver, clocks, timings, verdict")
-  write(dir, "README.md", require("kevo.export.readme").render{run = run, best = best, files = files, notes = notes,
-                                                               lang = lang, arch = arch, params = params,
+  wrote("provenance.json",
+    "recipe, run, candidate and its parent chain, GPU, driver, clocks, timings, verdict")
+  write(dir, "README.md",
+    require("kevo.export.readme").render{run = run, best = best, files = files, notes = notes,
+                                                               lang = lang, arch = arch,
+                                                               params = params,
                                                                synthetic = synthetic})
   return files, notes
 end
@@ -347,7 +393,9 @@ function M.main(args, sys)
   if not run then db:close(); return fail(2, err) end
   if not db:best(run.id) then
     db:close()
-    return fail(1, ("run %d has no verified kernel: no candidate passed verification, so there is nothing to export"):format(run.id))
+    return fail(
+      1, ("run %d has no verified kernel: no candidate passed verification, so there is nothing "
+      .. "to export"):format(run.id))
   end
   local ok, files, notes = pcall(export, db, run, pos[2], sys)
   db:close()

@@ -154,7 +154,9 @@ local function candidate_of(b)
   local code, lang, notes = b.code, b.lang == "python" and "triton" or "cuda", {}
   if b.lang == "python" and not code:find("@triton.jit", 1, true) then
     local inner = cuda_src.from_python(code)
-    if not inner then return nil, "a Python block without a kernel (no @triton.jit, no CUDA source)" end
+    if not inner then
+      return nil, "a Python block without a kernel (no @triton.jit, no CUDA source)"
+    end
     lang = "cuda"
     notes[#notes + 1] = "took the CUDA source from the Python block's strings"
     local launch = M.launch(code) -- a kevo:launch string beside the CUDA source
@@ -220,7 +222,9 @@ function M.candidates(reply, opts)
   end
   if #out == 0 then
     local why = #skipped > 0 and skipped[1].reason or "no code block"
-    if #skipped > 0 and why == "unterminated code fence" then why = "only an unterminated code fence" end
+    if #skipped > 0 and why == "unterminated code fence" then
+      why = "only an unterminated code fence"
+    end
     return nil, "E_PARSE: " .. why .. " in the reply", "E_PARSE"
   end
   out.skipped = skipped

@@ -57,7 +57,8 @@ local function check(d)
   end
   if #d.outputs == 0 then return fail("description: the forward returns no tensor") end
   if #d.inputs + #d.weights == 0 then
-    return fail("description: the model takes no tensor and has no weights: nothing to compute from")
+    return fail(
+      "description: the model takes no tensor and has no weights: nothing to compute from")
   end
   return true
 end
@@ -150,7 +151,8 @@ function M.tolerance(d)
   local atol, rtol, checked = t, t, false
   for _, o in ipairs(d.outputs or {}) do
     local st = not isnull(o.stats) and o.stats or nil
-    if o.dtype == "f32" and st and tonumber(st.absmax) and tonumber(st.min) and tonumber(st.max) then
+    if o.dtype == "f32" and st and tonumber(st.absmax) and tonumber(st.min) and
+      tonumber(st.max) then
       checked = true
       local absmax, spread = st.absmax, st.max - st.min
       local zeros_pass = absmax <= atol + rtol * absmax
@@ -234,7 +236,8 @@ function M.recipe(d, opts)
     elseif s.type == "float" then
       scalars[#scalars + 1] = {name = ident(s.name), value = s.value}
     else
-      return fail("description: scalar %s has unknown type '%s'", tostring(s.name), tostring(s.type))
+      return fail("description: scalar %s has unknown type '%s'", tostring(s.name),
+        tostring(s.type))
     end
   end
   -- the contract
@@ -257,7 +260,8 @@ function M.recipe(d, opts)
   local out1 = nil
   for _, t in ipairs(tensors) do if t.role == "output" and not out1 then out1 = t end end
   local launch = ('return {kernels = {{name = "%s", grid = {cdiv(%s, 256)}, block = {256},\n'
-    .. '                    args = {%s}}}}'):format(kname, product(out1.dims), table.concat(args, ", "))
+    .. '                    args = {%s}}}}'):format(kname, product(out1.dims),
+    table.concat(args, ", "))
 
   local L = {}
   local function line(fmt, ...) L[#L + 1] = fmt:format(...) end
@@ -266,7 +270,8 @@ function M.recipe(d, opts)
   line("(%s/problem.py), computed on kevo's own seeded inputs and weights.", name)
   line("")
   line("Write CUDA (extern \"C\" __global__ kernels) or Triton that computes the outputs from the")
-  line("inputs. Tensors are contiguous, row-major, on the device. Weights are inputs like the rest:")
+  line(
+    "inputs. Tensors are contiguous, row-major, on the device. Weights are inputs like the rest:")
   line("the candidate receives them, it does not make them.")
   line("")
   local function row(t)
@@ -360,7 +365,8 @@ local function exists(path)
   return f ~= nil
 end
 
-local USAGE = "usage: kevo import FILE.py [--out DIR] [--name NAME] [--description DESC.json] [--force]"
+local USAGE =
+  "usage: kevo import FILE.py [--out DIR] [--name NAME] [--description DESC.json] [--force]"
 
 -- `kevo import`: returns the exit code (1 the bridge failed, 2 bad usage or input) with the
 -- reason on stderr, or 0 and the plan: {dirs = {...}, files = {{path =, text =}, ...},
@@ -393,12 +399,14 @@ function M.main(argv, host)
     return 2
   end
   -- cheap checks before starting python: the three names a problem must define
-  for _, n in ipairs{"class%s+Model%f[^%w_]", "def%s+get_inputs%s*%(", "def%s+get_init_inputs%s*%("} do
+  for _,
+  n in ipairs{"class%s+Model%f[^%w_]", "def%s+get_inputs%s*%(", "def%s+get_init_inputs%s*%("} do
     if not src:match(n) then
       local what = n:match("^class") and "class Model" or n:match("init") and "get_init_inputs()"
                    or "get_inputs()"
       io.stderr:write(("kevo import: %s: not a KernelBench problem: it defines no %s (a problem "
-        .. "defines class Model(nn.Module), get_inputs() and get_init_inputs())\n"):format(o.file, what))
+        .. "defines class Model(nn.Module), get_inputs() and get_init_inputs())\n"):format(o.file,
+        what))
       return 2
     end
   end

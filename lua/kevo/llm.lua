@@ -72,7 +72,9 @@ function M.session(opts)
   s.used = {calls = 0, attempts = 0, retries = 0, cached = 0, input_tokens = 0,
             output_tokens = 0, cost = 0}
   if opts.resume then
-    if not (opts.archive and opts.run) then error("llm.session: resume needs archive and run", 2) end
+    if not (opts.archive and opts.run) then
+      error("llm.session: resume needs archive and run", 2)
+    end
     local after, upto = opts.resume.after or 0, opts.resume.upto or 0
     if upto > after then s.replay = {after = after, upto = upto, cursor = {}} end
   end
@@ -445,8 +447,10 @@ local function shape(calls, provider)
     local r = c.result
     if r.ok then
       local p = r.parsed
-      replies.usage.input_tokens = replies.usage.input_tokens + (r.cached and 0 or p.input_tokens or 0)
-      replies.usage.output_tokens = replies.usage.output_tokens + (r.cached and 0 or p.output_tokens or 0)
+      replies.usage.input_tokens =
+        replies.usage.input_tokens + (r.cached and 0 or p.input_tokens or 0)
+      replies.usage.output_tokens =
+        replies.usage.output_tokens + (r.cached and 0 or p.output_tokens or 0)
       for _, rep in ipairs(p.replies) do
         replies[#replies + 1] = {text = rep.text, finish = rep.finish, raw_finish = rep.raw_finish,
           truncated = rep.finish == "length", model = p.model or c.model, provider = provider,

@@ -15,7 +15,8 @@ local STAGE_OF = {ok = "done", compile_error = "compile", launch_error = "verify
 function M.shape_result(r)
   if type(r) ~= "table" then r = {verdict = "error", message = "model returned " .. type(r)} end
   local verdict = r.verdict or (r.ms and "ok") or "error"
-  local res = {ok = verdict == "ok", verdict = verdict, stage = r.stage or STAGE_OF[verdict] or "done",
+  local res =
+    {ok = verdict == "ok", verdict = verdict, stage = r.stage or STAGE_OF[verdict] or "done",
                message = r.message or verdict, synthetic = true,
                compile = {ms = 0, cached = false, arch = "model", diagnostics = {},
                           kernels = {{name = "model", registers = r.registers or 32,
@@ -25,7 +26,8 @@ function M.shape_result(r)
     local ms, ref = r.ms, r.ref_ms or r.ms
     res.bench = {median_ms = ms, min_ms = ms, p10_ms = ms, p90_ms = ms, rse = 0, reps = 1,
                  ref_median_ms = ref, speedup = ref / ms, roofline_pct = r.roofline_pct}
-    res.feedback = r.feedback or string.format("verified; %.4f ms, %.2fx the reference", ms, ref / ms)
+    res.feedback = r.feedback or
+      string.format("verified; %.4f ms, %.2fx the reference", ms, ref / ms)
   else
     if r.worst then res.verify = {trials = 1, mismatches = 1, worst = r.worst} end
     res.feedback = r.feedback or res.message

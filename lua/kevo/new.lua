@@ -22,7 +22,8 @@ local DTYPE_ORDER = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"}
 -- names a param may not take: the launch chunk's globals and Lua's keywords
 local RESERVED = {}
 for w in ([[min max cdiv i32 i64 u32 u64 f32 f64 ptr null device and break do else elseif end
-  false for function goto if in local nil not or repeat return then true until while]]):gmatch("%S+") do
+  false for function goto if in local nil not or repeat return then true until while]])
+    :gmatch("%S+") do
   RESERVED[w] = true
 end
 
@@ -79,7 +80,8 @@ local function parse_args(argv)
     end
     i = i + 1
     if a == "--force" then o.force = true
-    elseif a == "--kernel" or a == "--launch" or a == "--flops" or a == "--summary" or a == "--out" then
+    elseif a == "--kernel" or a == "--launch" or a == "--flops" or a == "--summary" or
+      a == "--out" then
       o[a:sub(3)] = v
     elseif a == "--param" then
       local n, val = v:match("^%s*([%a_][%w_]*)%s*=%s*(.-)%s*$")
@@ -102,13 +104,17 @@ local function parse_args(argv)
       local shape = {}
       for _, kv in ipairs(split_top(v, ",")) do
         local n, val = kv:match("^([%a_][%w_]*)%s*=%s*(.+)$")
-        if not n then bad("--extra %s: expected NAME=INTEGER[,NAME=INTEGER...] (e.g. --extra N=1000)", v) end
+        if not n then
+          bad("--extra %s: expected NAME=INTEGER[,NAME=INTEGER...] (e.g. --extra N=1000)", v)
+        end
         shape[#shape + 1] = {name = n, value = integer(val, "--extra " .. n)}
       end
       o.extras[#o.extras + 1] = shape
     elseif a == "--space" then
       local n, vals = v:match("^%s*([%a_][%w_]*)%s*=%s*(.-)%s*$")
-      if not n or vals == "" then bad("--space %s: expected KNOB=V1,V2,... (e.g. --space BLOCK=128,256,512)", v) end
+      if not n or vals == "" then
+        bad("--space %s: expected KNOB=V1,V2,... (e.g. --space BLOCK=128,256,512)", v)
+      end
       local list, seen = {}, {}
       for _, x in ipairs(split_top(vals, ",")) do
         local val = math.tointeger(tonumber(x)) or tonumber(x) or (x:match("^[%a_][%w_]*$") and x)
@@ -120,7 +126,9 @@ local function parse_args(argv)
       o.spaces[n] = list
     elseif a == "--init" then
       local n, init = v:match("^%s*([%a_][%w_]*)%s*=%s*(.-)%s*$")
-      if not n or init == "" then bad("--init %s: expected TENSOR=INIT (e.g. --init idx=\"randint(0, N)\")", v) end
+      if not n or init == "" then
+        bad("--init %s: expected TENSOR=INIT (e.g. --init idx=\"randint(0, N)\")", v)
+      end
       o.inits[n] = init
     elseif a == "--tolerance" then
       local dt, atol, rtol = v:match("^(%w+):([^:]+):([^:]+)$")
@@ -130,7 +138,9 @@ local function parse_args(argv)
       end
       for _, x in ipairs{atol, rtol} do
         local num = tonumber(x)
-        if not num or num < 0 or num >= 1 then bad("--tolerance %s: '%s' is not a number in [0, 1)", v, x) end
+        if not num or num < 0 or num >= 1 then
+          bad("--tolerance %s: '%s' is not a number in [0, 1)", v, x)
+        end
       end
       o.tolerance[dt] = {atol = atol, rtol = rtol}
     elseif a:sub(1, 1) == "-" and a ~= "-" then
@@ -192,7 +202,9 @@ local function bytes_expr(tensors)
     by[p] = by[p] + DSIZE[t.dtype]
   end
   local terms = {}
-  for _, p in ipairs(order) do terms[#terms + 1] = p == "1" and tostring(by[p]) or by[p] .. "*" .. p end
+  for _, p in ipairs(order) do
+    terms[#terms + 1] = p == "1" and tostring(by[p]) or by[p] .. "*" .. p
+  end
   return table.concat(terms, " + ")
 end
 
@@ -204,7 +216,8 @@ local function all_shapes(o)
     for k, v in pairs(o.params) do p[k] = v end
     for _, kv in ipairs(e) do
       if o.params[kv.name] == nil then
-        bad("--extra %s: unknown param '%s' (params: %s)", kv.name, kv.name, table.concat(o.param_names, ", "))
+        bad("--extra %s: unknown param '%s' (params: %s)", kv.name, kv.name,
+          table.concat(o.param_names, ", "))
       end
       p[kv.name] = kv.value
     end
@@ -224,7 +237,8 @@ local function build_tensors(o, k)
     if p.scalar == "int" then
       if o.params[p.name] == nil then
         bad("kernel '%s': integer parameter '%s %s' is a size: give it with --param %s=VALUE "
-          .. "(params given: %s)", k.name, p.ctype, p.name, p.name, table.concat(o.param_names, ", "))
+          .. "(params given: %s)", k.name, p.ctype, p.name, p.name,
+          table.concat(o.param_names, ", "))
       end
       ints[p.name] = true
     end
@@ -235,7 +249,8 @@ local function build_tensors(o, k)
       if not dims then
         if #o.param_names ~= 1 then
           bad("tensor '%s' has no shape: give --shape %s=[...] over the params (%s); with more "
-            .. "than one param kevo does not guess", p.name, p.name, table.concat(o.param_names, ", "))
+            .. "than one param kevo does not guess", p.name, p.name,
+            table.concat(o.param_names, ", "))
         end
         dims = {o.param_names[1]}
       end
@@ -243,7 +258,8 @@ local function build_tensors(o, k)
         local v, err = recipe.eval(d, o.params)
         if not v then bad("--shape %s: %s", p.name, (tostring(err):gsub("^E_%u+: ", ""))) end
         if math.type(v) ~= "integer" or v < 1 then
-          bad("--shape %s: '%s' is %s at the benchmark shape, not a positive integer", p.name, d, tostring(v))
+          bad("--shape %s: '%s' is %s at the benchmark shape, not a positive integer", p.name, d,
+            tostring(v))
         end
       end
       local t = {name = p.name, dtype = p.dtype, ctype = p.ctype, dims = dims,
@@ -338,7 +354,8 @@ local function build_prompt(o, k, tensors, shapes, consts, bytes, flops)
   local function line(fmt, ...) L[#L + 1] = fmt:format(...) end
   local sig = {}
   for _, p in ipairs(k.params) do
-    sig[#sig + 1] = (p.const and p.pointer and "const " or "") .. p.ctype .. (p.pointer and "* " or " ") .. p.name
+    sig[#sig + 1] = (p.const and p.pointer and "const " or "") ..
+      p.ctype .. (p.pointer and "* " or " ") .. p.name
   end
   line("The kernel is")
   line('  extern "C" __global__ void %s(%s)', k.name, table.concat(sig, ", "))
@@ -348,7 +365,8 @@ local function build_prompt(o, k, tensors, shapes, consts, bytes, flops)
   line("Tensors are contiguous, row-major, on the device:")
   for _, t in ipairs(tensors) do
     line("  %-10s %-4s %-12s %s", t.name, t.dtype, "[" .. table.concat(t.dims, ", ") .. "]",
-         t.role == "input" and "input (read-only)" or "output (poisoned before each run: write every element, never read it)")
+         t.role == "input" and "input (read-only)" or
+           "output (poisoned before each run: write every element, never read it)")
   end
   local labels = {}
   for i, s in ipairs(shapes) do
@@ -392,7 +410,9 @@ local function build_yaml(o, k, tensors, knobs, skipped, chunk, shapes, prompt, 
   y("# prompt; then `kevo check %s`.", o.name)
   y("kevo: 1")
   y("name: %s", o.name)
-  y("summary: %s", yq(o.summary or ("Your kernel %s (from %s), reference and seed."):format(k.name, o.file:match("[^/]*$"))))
+  y("summary: %s",
+    yq(o.summary or ("Your kernel %s (from %s), reference and seed."):format(k.name,
+    o.file:match("[^/]*$"))))
   y("params:")
   for _, n in ipairs(o.param_names) do y("  %s: %d", n, o.params[n]) end
   if #shapes > 1 then
@@ -410,7 +430,8 @@ local function build_yaml(o, k, tensors, knobs, skipped, chunk, shapes, prompt, 
         local init = t.init and (", init: " .. yq(t.init)) or ""
         y("  %s: {dtype: %s, shape: %s%s}", t.name, t.dtype, flow(t.dims), init)
         if t.init == "randint(0, 100)" and not o.inits[t.name] then
-          y("    # integers in [0, 100): give the range your kernel expects (--init %s=\"randint(0, N)\")", t.name)
+          y("    # integers in [0, 100): give the range your kernel expects (--init "
+            .. "%s=\"randint(0, N)\")", t.name)
         end
       end
     end
@@ -453,7 +474,9 @@ local function build_yaml(o, k, tensors, knobs, skipped, chunk, shapes, prompt, 
   local function launch_key(ind, prefix)
     y("%slaunch: |2", ind)
     for _, l in ipairs(prefix) do y("%s  %s", ind, l) end
-    for _, l in ipairs(body) do y("%s", l:match("%S") and ind .. "  " .. l:sub((common or 0) + 1) or "") end
+    for _, l in ipairs(body) do
+      y("%s", l:match("%S") and ind .. "  " .. l:sub((common or 0) + 1) or "")
+    end
   end
   for _, role in ipairs{"reference", "seed"} do
     local ind = role == "reference" and "  " or "    "
@@ -478,16 +501,20 @@ local function build_yaml(o, k, tensors, knobs, skipped, chunk, shapes, prompt, 
       y("    space: {%s}", table.concat(sp, ", "))
       local widen = {}
       for _, kn in ipairs(knobs) do
-        if not kn.widened and math.type(kn.value) == "integer" and kn.value >= 2 and kn.value % 2 == 0 then
-          widen[#widen + 1] = ("%s: [%d, %d, %d]"):format(kn.name, kn.value // 2, kn.value, kn.value * 2)
+        if not kn.widened and math.type(kn.value) == "integer" and kn.value >= 2 and
+          kn.value % 2 == 0 then
+          widen[#widen + 1] = ("%s: [%d, %d, %d]"):format(kn.name, kn.value // 2, kn.value,
+            kn.value * 2)
         end
       end
       if #widen > 0 then
-        y("    # only the defaults: widen the space for the autotuner, e.g. {%s}", table.concat(widen, ", "))
+        y("    # only the defaults: widen the space for the autotuner, e.g. {%s}",
+          table.concat(widen, ", "))
       end
     end
     for _, s in ipairs(role == "seed" and skipped or {}) do
-      y("    # %s (line %d) is not a knob here: its default '%s' is not a plain value", s.name, s.line, s.default)
+      y("    # %s (line %d) is not a knob here: its default '%s' is not a plain value", s.name,
+        s.line, s.default)
     end
   end
   y("prompt: |")
@@ -510,7 +537,8 @@ local function compile_check(o, src, k, warn)
           lines[#lines + 1] = ("  %s:%d:%d: %s"):format(o.file, d.line, d.col, d.message)
         end
       end
-      bad("%s does not compile with NVRTC:\n%s", o.file, #lines > 0 and table.concat(lines, "\n") or msg)
+      bad("%s does not compile with NVRTC:\n%s", o.file,
+        #lines > 0 and table.concat(lines, "\n") or msg)
     end
     warn(("the kernel was not compiled here (%s)"):format(msg))
     return
@@ -596,7 +624,9 @@ local function run(argv, sys)
         if d:find("%f[%w_]" .. n .. "%f[^%w_]") then used = true end
       end
     end
-    if not used then warn(("param %s is neither a parameter of %s nor in a tensor shape"):format(n, k.name)) end
+    if not used then
+      warn(("param %s is neither a parameter of %s nor in a tensor shape"):format(n, k.name))
+    end
   end
   local knobs, skipped = build_knobs(o, src)
   local shapes = all_shapes(o)
@@ -605,9 +635,10 @@ local function run(argv, sys)
   -- the launch: the file's block or --launch; never a guess
   local chunk = {}
   if o.launch then
-    local why
     chunk.text, why = sys.read_file(o.launch)
-    if not chunk.text then bad("--launch %s: cannot read it (%s)", o.launch, unread_reason(o.launch, why)) end
+    if not chunk.text then
+      bad("--launch %s: cannot read it (%s)", o.launch, unread_reason(o.launch, why))
+    end
     chunk.where, chunk.from_file = o.launch, true
   else
     local text, line_or_err = cu.launch(src)
@@ -626,7 +657,10 @@ local function run(argv, sys)
   for i, s in ipairs(shapes) do
     local c = lc.check(chunk.text, chunk.where, s, knobs, k, kernels, tensors, bad)
     if i == 1 then consts = c end
-    if c == nil and i == 1 then warn("the launch chunk reads `device`: it was not checked here (kevo check/eval on a GPU will)") end
+    if c == nil and i == 1 then
+      warn(
+        "the launch chunk reads `device`: it was not checked here (kevo check/eval on a GPU will)")
+    end
   end
   consts = consts or {}
   -- every value of every knob's space must make a launch too (--space BLOCK=0 is bad input)
@@ -636,7 +670,8 @@ local function run(argv, sys)
       if v ~= default then
         kn.value = v
         for _, s in ipairs(shapes) do
-          lc.check(chunk.text, ("%s with --space %s=%s"):format(chunk.where, kn.name, tostring(v)), s,
+          lc.check(chunk.text, ("%s with --space %s=%s"):format(chunk.where, kn.name, tostring(v)),
+            s,
                    knobs, k, kernels, tensors, bad)
         end
       end
@@ -648,7 +683,8 @@ local function run(argv, sys)
       for i = 2, #shapes do
         local c = lc.check(chunk.text, chunk.where, shapes[i], knobs, k, kernels, tensors, bad)
         if c and c[p.name] ~= consts[p.name] then
-          warn(("float %s changes with the shape (%g at the benchmark)"):format(p.name, consts[p.name]))
+          warn(("float %s changes with the shape (%g at the benchmark)"):format(p.name,
+            consts[p.name]))
         end
       end
     end
@@ -662,7 +698,9 @@ local function run(argv, sys)
   -- cost, prompt, YAML
   local bytes_text = bytes_expr(tensors)
   local bytes, berr = recipe.eval(bytes_text, o.params)
-  if not bytes then bad("cost.bytes '%s': %s (check the --shape expressions)", bytes_text, tostring(berr)) end
+  if not bytes then
+    bad("cost.bytes '%s': %s (check the --shape expressions)", bytes_text, tostring(berr))
+  end
   local flops
   if o.flops then
     local f, ferr = recipe.eval(o.flops, o.params)
@@ -678,7 +716,8 @@ local function run(argv, sys)
 
   local yaml_path = o.out .. "/" .. o.name .. ".yaml"
   local dir = o.out .. "/" .. o.name
-  local files = {{path = dir .. "/reference.cu", text = src}, {path = dir .. "/seed.cu", text = src},
+  local files =
+    {{path = dir .. "/reference.cu", text = src}, {path = dir .. "/seed.cu", text = src},
                  {path = yaml_path, text = yaml}}
   if not o.force then
     local there = {}
@@ -699,11 +738,13 @@ local function run(argv, sys)
   end
   p("  kernel   %s (%d parameters)", k.name, #k.params)
   p("  inputs   %s", table.concat(ins, ", "))
-  p("  outputs  %s  (poisoned before each run: the kernel writes them, never reads them)", table.concat(outs, ", "))
+  p("  outputs  %s  (poisoned before each run: the kernel writes them, never reads them)",
+    table.concat(outs, ", "))
   local sl = {}
   for i, s in ipairs(r.shapes) do sl[#sl + 1] = s.label .. (i == 1 and " (benchmark)" or "") end
   p("  shapes   %s", table.concat(sl, " "))
-  p("  cost     bytes %s = %s%s", bytes_text, human_bytes(bytes), o.flops and (", flops " .. o.flops) or "")
+  p("  cost     bytes %s = %s%s", bytes_text, human_bytes(bytes),
+    o.flops and (", flops " .. o.flops) or "")
   if #knobs > 0 then
     local kl = {}
     for _, kn in ipairs(knobs) do
@@ -711,10 +752,12 @@ local function run(argv, sys)
       for i, v in ipairs(kn.space) do vs[i] = tostring(v) end
       kl[#kl + 1] = ("%s {%s}"):format(kn.name, table.concat(vs, ", "))
     end
-    p("  knobs    %s%s", table.concat(kl, " x "), #knobs > 0 and " (widen with --space or in the YAML)" or "")
+    p("  knobs    %s%s", table.concat(kl, " x "),
+      #knobs > 0 and " (widen with --space or in the YAML)" or "")
   end
   local steps = {{"kevo check " .. yaml_path, ""},
-                 {("kevo eval %s %s/seed.cu"):format(yaml_path, dir), "on a GPU: checked against the reference, timed"},
+                 {("kevo eval %s %s/seed.cu"):format(yaml_path, dir),
+                   "on a GPU: checked against the reference, timed"},
                  {"kevo run " .. yaml_path, "search for a faster kernel"}}
   p("next:")
   for _, st in ipairs(steps) do

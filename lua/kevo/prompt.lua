@@ -116,9 +116,12 @@ function M.task(task)
   end
   if type(task.cost) == "table" then
     add(string.format("Cost at the benchmark shape: %s bytes moved%s",
-      tostring(task.cost.bytes or "?"), task.cost.flops and (", " .. task.cost.flops .. " flops") or ""))
+      tostring(task.cost.bytes or "?"),
+      task.cost.flops and (", " .. task.cost.flops .. " flops") or ""))
   end
-  if task.prompt and task.prompt ~= "" then add("Notes from the recipe:\n" .. tostring(task.prompt)) end
+  if task.prompt and task.prompt ~= "" then
+    add("Notes from the recipe:\n" .. tostring(task.prompt))
+  end
   local ref = task.reference
   if type(ref) == "table" and ref.lang == "torch" and type(ref.source) == "string" then
     add("Specification: the reference is this PyTorch problem. The kernel must compute what "
@@ -226,7 +229,9 @@ function M.messages(opts)
   assert(type(opts) == "table" and type(opts.task) == "table", "prompt.messages: task needed")
   local lang = opts.lang or "cuda"
   local user = {M.task(opts.task)}
-  if opts.best then user[#user + 1] = candidate_text("The best candidate so far:", opts.best, lang) end
+  if opts.best then
+    user[#user + 1] = candidate_text("The best candidate so far:", opts.best, lang)
+  end
   if opts.last and opts.last ~= opts.best then
     user[#user + 1] = candidate_text("The last candidate tried:", opts.last, lang)
   end

@@ -20,7 +20,8 @@
 --
 -- Values: nil in an argument or result list is json.null; an entry the host has sent before
 -- is {["$e"] = ref} (so the same entry is the same table here, as in one process), a new one
--- {["$E"] = entry, ["$k"] = ref}, ref being the host's number for it; a generator (kevo.rng) is {["$rng"] = i}, i indexing g, whose states go to
+-- {["$E"] = entry, ["$k"] = ref}, ref being the host's number for it; a generator (kevo.rng) is
+-- {["$rng"] = i}, i indexing g, whose states go to
 -- the host and come back advanced (ctx.rng is always g[1], false when it has not moved since
 -- the last exchange: the host's copy is the same); a stop returned as a value (not
 -- raised) is {["$stop"] = {reason, message, depth}}.
@@ -155,9 +156,9 @@ local function call(name, ...)
   synced[1], synced[2], synced[3], synced[4] = s[1], s[2], s[3], s[4]
   take_state(reply.s)
   if reply.stop then
-    local s = reply.stop
-    util.stop(s.reason, s.message ~= json.null and s.message or nil,
-              s.depth ~= json.null and s.depth or nil)
+    local stop = reply.stop
+    util.stop(stop.reason, stop.message ~= json.null and stop.message or nil,
+              stop.depth ~= json.null and stop.depth or nil)
   end
   if reply.err then error(reply.err, 0) end
   local r = reply.r or {}

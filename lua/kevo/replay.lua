@@ -18,7 +18,8 @@ local M = {}
 
 local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-local USAGE = "usage: kevo replay RUN|last [--strategy FILE] [--step] [--db PATH] (see kevo replay --help)"
+local USAGE =
+  "usage: kevo replay RUN|last [--strategy FILE] [--step] [--db PATH] (see kevo replay --help)"
 
 local function parse_args(argv)
   local cfg = {}

@@ -80,7 +80,9 @@ function M.gather(db, run)
   run.config = decode(run.config)
   m.synthetic = M.synthetic_model(run.config)
   if run.finished and run.created then m.duration_s = run.finished - run.created end
-  for v, n in pairs(assert(db:verdicts(run.id))) do m.verdicts[#m.verdicts + 1] = {verdict = v, n = n} end
+  for v, n in pairs(assert(db:verdicts(run.id))) do
+    m.verdicts[#m.verdicts + 1] = {verdict = v, n = n}
+  end
   table.sort(m.verdicts, function(a, b)
     if a.n ~= b.n then return a.n > b.n end
     return a.verdict < b.verdict
@@ -115,13 +117,17 @@ function M.gather(db, run)
     local bench = e.result.bench or {}
     e.roofline_pct, e.gbps, e.ref_median_ms = bench.roofline_pct, bench.gbps, bench.ref_median_ms
     e.message = e.result.message
-    if e.ok and e.speedup and (not best_so_far or e.speedup > best_so_far) then best_so_far = e.speedup end
+    if e.ok and e.speedup and (not best_so_far or e.speedup > best_so_far) then
+      best_so_far = e.speedup
+    end
     e.best_so_far = best_so_far
     m.evals[#m.evals + 1] = e
     local c = m.by_id[e.candidate]
     if c then -- the candidate's evaluation to show: its fastest ok one, else its last
       local cur = c.eval
-      if not cur or not cur.ok or (e.ok and (e.speedup or 0) > (cur.speedup or 0)) then c.eval = e end
+      if not cur or not cur.ok or (e.ok and (e.speedup or 0) > (cur.speedup or 0)) then
+        c.eval = e
+      end
     end
   end
 
@@ -186,13 +192,16 @@ function M.text(m)
   local function add(fmt, ...) out[#out + 1] = fmt:format(...) end
   add("run %d: %s with %s (%s), %s", r.id, r.recipe or "?", r.strategy or "?", r.status or "?",
       M.fmt_duration(m.duration_s))
-  add("  recipe      %s%s", r.recipe_path or "-", r.recipe_hash and (" (sha256 %s)"):format(r.recipe_hash:sub(1, 12)) or "")
+  add("  recipe      %s%s", r.recipe_path or "-",
+    r.recipe_hash and (" (sha256 %s)"):format(r.recipe_hash:sub(1, 12)) or "")
   if m.synthetic then add("  %s", M.synthetic_line(m.synthetic)) end
   add("  kevo        %s (%s) on %s", r.kevo_version or "?", r.kevo_commit or "?", r.host or "?")
   local vs = {}
   for _, v in ipairs(m.verdicts) do vs[#vs + 1] = ("%s %d"):format(v.verdict, v.n) end
-  add("  evaluations %d of %d candidates: %s", #m.evals, #m.candidates, #vs > 0 and table.concat(vs, ", ") or "none")
-  add("  LLM         %d calls, %s tokens in, %s out, cost %.4f", m.llm.calls, M.fmt_tokens(m.llm.input_tokens),
+  add("  evaluations %d of %d candidates: %s", #m.evals, #m.candidates,
+    #vs > 0 and table.concat(vs, ", ") or "none")
+  add("  LLM         %d calls, %s tokens in, %s out, cost %.4f", m.llm.calls,
+    M.fmt_tokens(m.llm.input_tokens),
       M.fmt_tokens(m.llm.output_tokens), m.llm.cost)
   local b = m.best
   if not b then
@@ -200,9 +209,11 @@ function M.text(m)
     return table.concat(out, "\n") .. "\n"
   end
   local c = b.candidate_row or {}
-  add("best: candidate %d (%s, %s), %s over the reference%s", b.candidate, c.origin or "?", c.lang or "?",
+  add("best: candidate %d (%s, %s), %s over the reference%s", b.candidate, c.origin or "?",
+    c.lang or "?",
       fmt_num(b.speedup, "%.2fx"), m.synthetic and " (synthetic)" or "")
-  add("  median      %s (reference %s)", fmt_num(b.median_ms, "%.4f ms"), fmt_num(b.ref_median_ms, "%.4f ms"))
+  add("  median      %s (reference %s)", fmt_num(b.median_ms, "%.4f ms"),
+    fmt_num(b.ref_median_ms, "%.4f ms"))
   add("  roofline    %s, %s", fmt_num(b.roofline_pct, "%.1f%%"), fmt_num(b.gbps, "%.0f GB/s"))
   if c.knobs and next(c.knobs) then add("  knobs       %s", json.encode(c.knobs)) end
   if m.synthetic then
@@ -212,7 +223,8 @@ function M.text(m)
   end
   local v = (b.result or {}).verify or {}
   if v.held_out and #v.held_out > 0 then
-    add("  verified    on held-out shapes %s (drawn for that evaluation), %d stress trials, seed %s",
+    add("  verified    on held-out shapes %s (drawn for that evaluation), %d stress trials, seed "
+      .. "%s",
         table.concat(v.held_out, " "), v.stress_trials or 0, tostring(v.seed or "given"))
   end
   for _, w in ipairs((b.result or {}).warnings or {}) do add("  warning     %s", w) end
@@ -226,7 +238,8 @@ function M.summary(m)
   local s = {
     run = {id = r.id, recipe = r.recipe, recipe_path = r.recipe_path, recipe_hash = r.recipe_hash,
            strategy = r.strategy, status = r.status, created = r.created, finished = r.finished,
-           duration_s = m.duration_s, seed = r.seed, config = r.config, kevo_version = r.kevo_version,
+           duration_s = m.duration_s, seed = r.seed, config = r.config,
+           kevo_version = r.kevo_version,
            kevo_commit = r.kevo_commit, host = r.host},
     candidates = #m.candidates, evaluations = #m.evals, synthetic = m.synthetic,
     verdicts = {}, llm = m.llm, lineage = json.array(),
@@ -235,7 +248,9 @@ function M.summary(m)
   local b = m.best
   if b then
     local c = b.candidate_row or {}
-    s.best = {candidate = b.candidate, evaluation = b.id, origin = c.origin, lang = c.lang, knobs = c.knobs,
+    s.best =
+      {candidate = b.candidate, evaluation = b.id, origin = c.origin, lang = c.lang,
+      knobs = c.knobs,
               speedup = b.speedup, median_ms = b.median_ms, ref_median_ms = b.ref_median_ms,
               roofline_pct = b.roofline_pct, gbps = b.gbps, fingerprint = b.fingerprint,
               source_hash = c.source_hash,
@@ -243,7 +258,8 @@ function M.summary(m)
               stress_trials = ((b.result or {}).verify or {}).stress_trials,
               warnings = (b.result or {}).warnings or json.array()}
     for _, l in ipairs(m.lineage) do
-      s.lineage[#s.lineage + 1] = {candidate = l.id, origin = l.origin, verdict = l.eval and l.eval.verdict,
+      s.lineage[#s.lineage + 1] =
+        {candidate = l.id, origin = l.origin, verdict = l.eval and l.eval.verdict,
                                    speedup = l.eval and l.eval.ok and l.eval.speedup or nil}
     end
   end

@@ -77,7 +77,9 @@ function M.parse_args(argv)
       if flag == "--strategy" then cfg.strategy = val
       elseif flag == "--resume" then
         cfg.resume = math.tointeger(tonumber(val))
-        if not cfg.resume or cfg.resume < 1 then usage_error("--resume takes a run id, got '%s'", val) end
+        if not cfg.resume or cfg.resume < 1 then
+          usage_error("--resume takes a run id, got '%s'", val)
+        end
       elseif flag == "--llm" then
         local provider, model = val:match("^([%w_.-]+):(.+)$")
         if not provider then usage_error("--llm takes PROVIDER:MODEL, got '%s'", val) end
@@ -99,11 +101,12 @@ function M.parse_args(argv)
       elseif flag == "--db" then cfg.db = val
       elseif flag == "--arch" then
         local okc, cuda = pcall(require, "kevo.cuda")
-        local good, why = true, nil
+        local good, why
         if okc then good, why = cuda.check_arch(val) else good = val:match("^sm_%d+[af]?$") end
         if not good then
           -- "--arch 'sm_1': expected sm_NN or sm_NNa (like sm_90)", or what NVRTC supports
-          usage_error("--%s", why and why:gsub("^E_%u+: ", "") or ("arch '" .. val .. "': expected sm_NN"))
+          usage_error("--%s",
+            why and why:gsub("^E_%u+: ", "") or ("arch '" .. val .. "': expected sm_NN"))
         end
         cfg.arch = val
       elseif flag == "--out" then cfg.out = val
@@ -185,7 +188,8 @@ function M.strategy_source(name, host)
   local core = require "kevo.strategy_core"
   local builtin, where = core.source(name)
   if builtin then return builtin, "@" .. where end
-  return nil, "no strategy named '" .. name .. "' (./strategies/" .. name .. ".lua, or built in: " ..
+  return nil,
+    "no strategy named '" .. name .. "' (./strategies/" .. name .. ".lua, or built in: " ..
               table.concat(core.list(), ", ") .. "; or give a file path)"
 end
 
@@ -201,7 +205,8 @@ local function load_strategy(spec, sets, host, popts)
   for p in spec:gmatch("[^+]+") do parts[#parts + 1] = p end
   if #parts == 0 then usage_error("--strategy is empty") end
   if spec:find("^%+") or spec:find("%+$") or spec:find("%+%+") then
-    usage_error("--strategy %s: an empty part (parts are joined by one '+', as in beam+autotune)", spec)
+    usage_error("--strategy %s: an empty part (parts are joined by one '+', as in beam+autotune)",
+      spec)
   end
   local specs = {}
   for i, p in ipairs(parts) do
@@ -222,13 +227,16 @@ local function load_strategy(spec, sets, host, popts)
     seed = popts.seed, cpu_s = popts.cpu_s, interrupted = host.interrupted,
     source = function(name) return M.strategy_source(name, host) end,
     mem_bytes = mem and mem > 0 and (mem << 20) or nil,
-    stats = host.getenv ~= nil and host.getenv("KEVO_BOUNDARY_STATS") == "1", -- bench/ctx_roundtrip.sh
+    stats = host.getenv ~= nil and
+      host.getenv("KEVO_BOUNDARY_STATS") == "1", -- bench/ctx_roundtrip.sh
     on_log = popts.on_log or function(line)
       host.clear_progress()
       kevo.log("%s", line)
     end})
   if not okl then
-    if type(strat) == "table" and strat.usage then usage_error("--strategy %s: %s", spec, strat.usage) end
+    if type(strat) == "table" and strat.usage then
+      usage_error("--strategy %s: %s", spec, strat.usage)
+    end
     error(strat, 0)
   end
   local loaded = {}
@@ -303,7 +311,9 @@ end
 
 local function load_task(spec, host)
   local ok, recipe = pcall(function() return require "kevo.recipe" end)
-  if not ok then usage_error("this build has no recipe loader (kevo.recipe): %s", tostring(recipe)) end
+  if not ok then
+    usage_error("this build has no recipe loader (kevo.recipe): %s", tostring(recipe))
+  end
   local path = spec
   if recipe.find then
     local found, msg = recipe.find(spec)
@@ -342,7 +352,9 @@ local function make_evaluator(task, cfg, host, spec)
     return ev, "model " .. file
   end
   local ok, evaluator = pcall(function() return require "kevo.evaluator" end)
-  if not ok then error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0) end
+  if not ok then
+    error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0)
+  end
   local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch}
   if not ev then
     if code == "E_NOGPU" then error("verification needs a GPU: " .. tostring(msg), 0) end
@@ -400,7 +412,9 @@ local function make_proposer(llm_cfg, ctx_ref, llm_state)
           "constexpr arguments for Triton): " .. search.knobs_key(parent.knobs) ..
           ". Keep a knob's name if your kernel still uses it."
       end
-      if feedback and (not entry or feedback ~= entry.feedback) then notes[#notes + 1] = feedback end
+      if feedback and (not entry or feedback ~= entry.feedback) then
+        notes[#notes + 1] = feedback
+      end
       local lang = parent and parent.lang or "cuda" -- no parent: written from the task alone
       local messages = prompt.messages{
         task = task, lang = lang,
@@ -464,7 +478,8 @@ function M.progress_line(ctx, run_id)
     parts[#parts + 1] = "tokens " .. fmt_tokens(ctx.tokens) ..
                         (o.max_tokens and ("/" .. fmt_tokens(o.max_tokens)) or "")
   end
-  parts[#parts + 1] = fmt_elapsed(ctx:elapsed()) .. (o.time_s and ("/" .. fmt_elapsed(o.time_s)) or "")
+  parts[#parts + 1] =
+    fmt_elapsed(ctx:elapsed()) .. (o.time_s and ("/" .. fmt_elapsed(o.time_s)) or "")
   return table.concat(parts, "  ")
 end
 
@@ -478,7 +493,8 @@ local function write_best(ctx, cfg, run_id, recipe_name, host)
   local path = dir .. "/best." .. (EXT[c.lang] or "txt")
   local src = c.source
   if c.knobs and next(c.knobs) then
-    src = (c.lang == "cuda" and "// kevo knobs: " or "# kevo knobs: ") .. search.knobs_key(c.knobs) ..
+    src = (c.lang == "cuda" and "// kevo knobs: " or "# kevo knobs: ") ..
+      search.knobs_key(c.knobs) ..
           "\n" .. src
   end
   local ok, err = host.write_file(path, src)
@@ -607,14 +623,17 @@ local function prepare(cfg, host)
     if type(llm_cfg) ~= "table" or type(llm_cfg.model) ~= "string" then llm_cfg = nil end
   end
   if cfg.llm and not llm_cfg then usage_error("--llm: the LLM settings did not resolve") end
-  if rec and rec.llm and not llm_cfg then usage_error("LLM %s: the settings did not resolve", rec.llm) end
+  if rec and rec.llm and not llm_cfg then
+    usage_error("LLM %s: the settings did not resolve", rec.llm)
+  end
   local budgets = {max_evals = cfg.max_evals, time_s = cfg.time_s,
                    max_tokens = llm_cfg and (cfg.max_tokens or llm_cfg.budget_tokens) or nil}
   if rec then -- replay under the run's own budgets; extensions apply once it goes live
     budgets = {max_evals = rec.max_evals, time_s = rec.time_s, max_tokens = rec.max_tokens}
   end
   local strat, sopts = load_strategy(cfg.strategy or (llm_cfg and "greedy" or "autotune"),
-                                     cfg.sets, host, {seed = cfg.seed, cpu_s = M.cpu_limit(budgets)})
+                                     cfg.sets, host,
+                                     {seed = cfg.seed, cpu_s = M.cpu_limit(budgets)})
   local seeds = task_seeds(task, host)
   if #seeds == 0 and not llm_cfg then
     usage_error("%s has no seed kernels to tune; configure an LLM (--llm provider:model, or llm = "
@@ -851,7 +870,11 @@ function M.summary(ctx, s)
     print("  knobs: " .. search.knobs_key(b.candidate.knobs))
   end
   local path, err = write_best(ctx, s.cfg, s.run, s.recipe, s.host)
-  if path then print("  source: " .. path) else print("  (could not write the source: " .. err .. ")") end
+  if path then
+    print("  source: " .. path)
+  else
+    print("  (could not write the source: " .. err .. ")")
+  end
   print(string.format("  see it: kevo show %d", s.run))
   if s.synthetic then
     print("note: timings come from the model evaluator (KEVO_EVALUATOR), not a GPU: synthetic")

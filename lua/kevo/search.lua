@@ -62,7 +62,8 @@ local M = {}
 -- Stops, knobs and the ordering of entries are plain functions shared with the strategy
 -- process (lua/kevo/searchutil.lua); the context below is the host's alone.
 local util = require "kevo.searchutil"
-for _, k in ipairs({"is_stop", "is_global_stop", "stop", "knob_value", "normalize_space", "knobs_key",
+for _,
+k in ipairs({"is_stop", "is_global_stop", "stop", "knob_value", "normalize_space", "knobs_key",
                     "better", "feedback_text", "describe_scores", "end_phase"}) do
   M[k] = util[k]
 end
@@ -227,7 +228,8 @@ function Ctx:_evals_spent()
   if o.max_evals and self.evals >= o.max_evals then
     return make_stop("evals", "--max-evals " .. o.max_evals .. " reached")
   end
-  local pe = spent_phase(self._phase, function(p) return p.evals_end and self.evals >= p.evals_end end)
+  local pe =
+    spent_phase(self._phase, function(p) return p.evals_end and self.evals >= p.evals_end end)
   if pe then return make_stop("phase", "phase evaluations", pe.depth) end
   return nil
 end
@@ -379,11 +381,13 @@ function Ctx:_evaluate_live(todo, request)
     end
     fault("batch-write")
     for j, r in ipairs(results) do
-      assert(db:eval_add{candidate = ids[j], stage = r.stage or "done", verdict = r.verdict or "error",
+      assert(
+        db:eval_add{candidate = ids[j], stage = r.stage or "done", verdict = r.verdict or "error",
                          ok = r.ok and true or false, result = texts[j]})
     end
     if private[self].tape then
-      private[self].tape:record("evaluate", request, {ids = ids, results = results, t = self:_now()})
+      private[self].tape:record("evaluate", request,
+        {ids = ids, results = results, t = self:_now()})
     end
     assert(db:commit())
   end)
@@ -531,7 +535,9 @@ function Ctx:propose(parent, feedback, n)
   local p = private[self].opts.proposer
   if not p then return nil end
   n = n or 1
-  if math.type(n) ~= "integer" or n < 1 then error("ctx:propose: n must be a positive integer", 2) end
+  if math.type(n) ~= "integer" or n < 1 then
+    error("ctx:propose: n must be a positive integer", 2)
+  end
   local entry = parent and parent.candidate and parent or nil
   local cand = entry and entry.candidate or parent
   if cand ~= nil and (type(cand) ~= "table" or type(cand.source) ~= "string") then
@@ -543,7 +549,8 @@ function Ctx:propose(parent, feedback, n)
   local out = {}
   cand = cand or {lang = "cuda"} -- written from the task alone: no parent, no knobs
   for _, c in ipairs(cands or {}) do
-    out[#out + 1] = {lang = c.lang or cand.lang, source = c.source, launch = c.launch or cand.launch,
+    out[#out + 1] =
+      {lang = c.lang or cand.lang, source = c.source, launch = c.launch or cand.launch,
                      knobs = c.knobs or copy(cand.knobs), parent = cand.id, origin = "llm",
                      seed = cand.seed}
   end
@@ -591,7 +598,11 @@ function Ctx:_propose(p, cand, entry, feedback, n)
 end
 
 function Ctx:_log_offline(msg)
-  if private[self].opts.on_offline then private[self].opts.on_offline(msg) else self:log("replay: %s", msg) end
+  if private[self].opts.on_offline then
+    private[self].opts.on_offline(msg)
+  else
+    self:log("replay: %s", msg)
+  end
 end
 
 function Ctx:history()
@@ -617,7 +628,11 @@ end
 
 function Ctx:log(fmt, ...)
   local line = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
-  if private[self].opts.on_log then private[self].opts.on_log(line) else require("kevo").log("%s", line) end
+  if private[self].opts.on_log then
+    private[self].opts.on_log(line)
+  else
+    require("kevo").log("%s", line)
+  end
 end
 
 -- The knob space of a seed, an entry or a candidate. A candidate derived from a seed (tuned or
@@ -710,7 +725,8 @@ function Ctx:known(c)
   return self._seen[candidate_key(c)] ~= nil
 end
 
--- Up to k distinct, not yet evaluated candidates that each change one knob of x to another value (a step of one
+-- Up to k distinct, not yet evaluated candidates that each change one knob of x to another value (a
+-- step of one
 -- place in the knob's list when possible, else any value).
 function Ctx:neighbors(x, k, rng)
   rng = rng or self.rng

@@ -114,7 +114,8 @@ function M.feedback_text(e)
     local b = e.bench or {}
     parts[1] = string.format("The kernel verified. Time %.4f ms, %.2fx the reference%s.",
                              b.median_ms or 0, b.speedup or 0,
-                             b.roofline_pct and string.format(", %.0f%% of roofline", b.roofline_pct) or "")
+                             b.roofline_pct and
+                               string.format(", %.0f%% of roofline", b.roofline_pct) or "")
   else
     parts[1] = string.format("The kernel failed (%s at stage %s): %s", e.verdict or "error",
                              e.stage or "?", e.message or "")

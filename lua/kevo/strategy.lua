@@ -23,7 +23,8 @@ local cache = {}
 
 local function check(s, where)
   if type(s) ~= "table" then
-    return nil, "E_ARG: " .. where .. ": a strategy returns a table {name=, describe=, run=}", "E_ARG"
+    return nil, "E_ARG: " .. where .. ": a strategy returns a table {name=, describe=, run=}",
+      "E_ARG"
   end
   if type(s.run) ~= "function" then
     return nil, "E_ARG: " .. where .. ": the strategy table has no run function", "E_ARG"
@@ -57,7 +58,8 @@ end
 local function builtin_source(name)
   local text, path = core.source(name)
   if not text then
-    return nil, "no strategy named '" .. name .. "' (built in: " .. table.concat(core.list(), ", ") ..
+    return nil,
+      "no strategy named '" .. name .. "' (built in: " .. table.concat(core.list(), ", ") ..
                 "; a file path is given on the command line)"
   end
   return text, "@" .. path

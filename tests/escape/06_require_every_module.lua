@@ -10,7 +10,9 @@ return {name = "e06", run = function(ctx)
   for name in ("@MODULES@"):gmatch("%S+") do
     local ok, m = pcall(require, name)
     if ok and not allowed[name] then error("ESCAPED: require " .. name) end
-    if not ok and allowed[name] then error("allowed module " .. name .. " failed: " .. tostring(m)) end
+    if not ok and allowed[name] then
+      error("allowed module " .. name .. " failed: " .. tostring(m))
+    end
     n = n + 1
   end
   if n < 20 then error("too few modules listed: " .. n) end

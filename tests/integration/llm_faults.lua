@@ -373,7 +373,8 @@ do
   -- kevo.http: on_done sees each response as it ends; an error there abandons the batch
   local c = assert(http.client{concurrency = 4})
   local stall = {url = URL .. "/v1/chat/completions", stall_timeout = 5,
-                 body = json.encode{model = "each/stall", messages = {{role = "user", content = "x"}}}}
+                 body =
+                   json.encode{model = "each/stall", messages = {{role = "user", content = "x"}}}}
   local order = {}
   res = c:request_many({{url = URL .. "/_log"}, {url = URL .. "/_log"}}, function(i, r)
     order[#order + 1] = i

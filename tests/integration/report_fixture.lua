@@ -90,8 +90,11 @@ for i = 1, 42 do
   local ms = speed and ref_ms / speed
   local bytes = 2 * 16384 * 8192 * 4
   local result = {
-    ok = ok, verdict = verdict, stage = ok and "done" or (verdict == "compile_error" and "compile" or "verify"),
-    message = ok and "correct" or (i == 9 and HOSTILE or ("candidate %d: %s <b>bold</b> & \"quoted\""):format(i, verdict)),
+    ok = ok, verdict = verdict,
+    stage = ok and "done" or (verdict == "compile_error" and "compile" or "verify"),
+    message = ok and
+      "correct" or (i == 9 and
+      HOSTILE or ("candidate %d: %s <b>bold</b> & \"quoted\""):format(i, verdict)),
     compile = {ms = 120 + i, cached = false, arch = "sm_90",
                kernels = {{name = "softmax_rows", registers = 32, shared_static = block * 4,
                            local_bytes = 0, spill_stores = 0, spill_loads = 0}}},
@@ -113,7 +116,8 @@ db:run_finish(run, "done")
 print(("run %d best %d"):format(run, best_id))
 
 -- run 2: nothing verified
-local run2 = db:run_create{recipe = "softmax", recipe_path = "recipes/softmax.yaml", strategy = "tune"}
+local run2 =
+  db:run_create{recipe = "softmax", recipe_path = "recipes/softmax.yaml", strategy = "tune"}
 for i = 1, 3 do
   local c = db:candidate_add{run = run2, origin = "tune", lang = "cuda", source = "broken " .. i}
   db:eval_add{candidate = c, stage = "compile", verdict = "compile_error", ok = false,

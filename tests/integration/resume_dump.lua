@@ -32,5 +32,6 @@ for i, c in ipairs(db:candidates(run)) do
                       evs[1].speedup and string.format("%.6g", evs[1].speedup) or "-"))
 end
 local best = db:best(run)
-print("best " .. (best and (place[best.candidate] .. string.format(" %.6g", best.speedup)) or "none"))
+print(
+  "best " .. (best and (place[best.candidate] .. string.format(" %.6g", best.speedup)) or "none"))
 print("status " .. tostring(info.status))

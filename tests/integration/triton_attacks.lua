@@ -63,7 +63,9 @@ local function run_phase(mode)
       else
         ok = m == nil and code == "E_COMPILE" and msg:find(pattern, 1, true) ~= nil
       end
-      if msg:find("[\27\7]") then ok, msg = false, "control characters reached the message: " .. msg end
+      if msg:find("[\27\7]") then
+        ok, msg = false, "control characters reached the message: " .. msg
+      end
       report(ok, name, ("%s (want %s)"):format(msg, expect))
       report(honest() == baseline, name .. " then an honest candidate", "the same cubin as before")
     end
@@ -80,7 +82,8 @@ local zygote = assert(triton.selftest{}).zygote
 local t0 = sys.clock()
 local big = "import triton\n" .. ("# " .. ("x"):rep(1000) .. "\n"):rep(2100)
 local m, msg, code = triton.compile(big, {kernel = "k", signature = {"*fp32"}})
-report(m == nil and code == "E_COMPILE" and msg:find("over the", 1, true) and sys.clock() - t0 < 1 and
+report(m == nil and code == "E_COMPILE" and msg:find("over the", 1, true) and
+  sys.clock() - t0 < 1 and
        assert(triton.selftest{}).zygote == zygote, "oversize source", tostring(msg))
 run_phase("unchecked")
 print(("attacks: %d ok, %d failed"):format(passed, failed))

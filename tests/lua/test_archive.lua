@@ -27,7 +27,8 @@ local src = "__global__ void k(float *y) {}\n"
 local c1 = db:candidate_add{run = run, origin = "seed", lang = "cuda", source = src,
                             knobs = {BLOCK = 256}, launch = "return {kernels = {}}"}
 local c2 = db:candidate_add{run = run, parent = c1, origin = "llm", lang = "cuda", source = "B"}
-local result = {ok = true, verdict = "ok", stage = "done", bench = {speedup = 1.25, median_ms = 0.5}}
+local result =
+  {ok = true, verdict = "ok", stage = "done", bench = {speedup = 1.25, median_ms = 0.5}}
 local e1 = db:eval_add{candidate = c1, stage = "done", verdict = "ok", ok = true, result = result,
                        fingerprint = {device = "H200", driver = 13000}}
 db:eval_add{candidate = c2, stage = "done", verdict = "ok", ok = true, speedup = 2.0,
@@ -132,16 +133,20 @@ assert(#runs == 1 and runs[1].id == run and runs[1].journal == 21)
 raises("unknown option 'bogus'", db.run_create, db, {recipe = "x", bogus = 1})
 raises("unknown option 'sourc'", db.candidate_add, db,
        {run = run, origin = "seed", lang = "cuda", sourc = "x"})
-raises("'source' must be a string", db.candidate_add, db, {run = run, origin = "seed", lang = "cuda"})
-raises("'run' must be an integer", db.candidate_add, db, {origin = "seed", lang = "cuda", source = "x"})
+raises("'source' must be a string", db.candidate_add, db,
+  {run = run, origin = "seed", lang = "cuda"})
+raises("'run' must be an integer", db.candidate_add, db,
+  {origin = "seed", lang = "cuda", source = "x"})
 raises("'ok' must be a boolean", db.eval_add, db, {candidate = c1, stage = "done", verdict = "ok"})
 raises("unknown option 'speed'", db.eval_add, db,
        {candidate = c1, stage = "done", verdict = "ok", ok = true, speed = 2})
-raises("no candidate", db.eval_add, db, {candidate = 999, stage = "done", verdict = "ok", ok = true})
+raises("no candidate", db.eval_add, db,
+  {candidate = 999, stage = "done", verdict = "ok", ok = true})
 raises("ok_means_verdict_ok", db.eval_add, db,
        {candidate = c1, stage = "done", verdict = "wrong", ok = true})
 raises("unknown option 'tokens'", db.llm_call_add, db, {request = "x", tokens = 3})
-raises("FOREIGN KEY", db.candidate_add, db, {run = 777, origin = "seed", lang = "cuda", source = "x"})
+raises("FOREIGN KEY", db.candidate_add, db,
+  {run = 777, origin = "seed", lang = "cuda", source = "x"})
 raises("no run 777", db.run_finish, db, 777, "done")
 raises("done, failed or killed", db.run_finish, db, run, "finished")
 raises("its run in the archive", function() return db:journal_append(777, "llm", "q") end)

@@ -43,7 +43,8 @@ c = assert(config.llm{dir = dir, env = {KEVO_LLM = "anthropic:claude-x"},
   flags = {llm = "vllm:m", budget_tokens = "123"}})
 assert(c.provider == "vllm" and c.model == "m" and c.budget_tokens == 123)
 -- a custom base URL is a generic OpenAI-compatible server
-c = assert(config.llm{dir = dir, env = {KEVO_LLM = "openai:gpt-x", KEVO_LLM_BASE_URL = "http://h/v1"}})
+c = assert(
+  config.llm{dir = dir, env = {KEVO_LLM = "openai:gpt-x", KEVO_LLM_BASE_URL = "http://h/v1"}})
 assert(c.native_n == false and c.max_tokens_field == "max_tokens")
 
 -- errors name file:line and the key

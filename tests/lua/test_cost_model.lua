@@ -44,7 +44,8 @@ check(#names >= 10, "expected the 10 packaged recipes, found %d", #names)
 for _, path in ipairs(names) do
   local task = assert(recipe.load(path))
   local seeds = run.task_seeds(task, host)
-  local ctx = search.new{task = task, seeds = seeds, evaluator = search.model_evaluator(model, task),
+  local ctx =
+    search.new{task = task, seeds = seeds, evaluator = search.model_evaluator(model, task),
                          on_log = function() end}
   for _, seed in ipairs(ctx.seeds) do
     local where = string.format("%s seed %d (%s)", task.name, seed.index, seed.lang)

@@ -10,7 +10,9 @@ if not os.getenv("KEVO_CACHE") then
   local ok, how, code = os.execute(string.format("KEVO_CACHE='%s' '%s' script '%s'", dir,
     assert(os.getenv("KEVO"), "KEVO is not set"), arg[0]))
   os.execute("rm -rf '" .. dir .. "'")
-  if not ok then error("test_cuda.lua failed (" .. tostring(how) .. " " .. tostring(code) .. ")") end
+  if not ok then
+    error("test_cuda.lua failed (" .. tostring(how) .. " " .. tostring(code) .. ")")
+  end
   return
 end
 
@@ -207,7 +209,8 @@ end
 -- a good kernel follows every crash and timeout
 for i, e in ipairs(expected) do
   if e.verdict == "crash" or e.verdict == "timeout" then
-    assert(expected[i + 1] and expected[i + 1].verdict == "ok", e.file .. " is not followed by a good kernel")
+    assert(expected[i + 1] and expected[i + 1].verdict == "ok",
+      e.file .. " is not followed by a good kernel")
   end
 end
 
@@ -228,8 +231,10 @@ for i, name in ipairs(files) do
       if line:find("kevo:expect-error", 1, true) then want = n end
     end
     local diag = r.info.diagnostics[1]
-    assert(want > 0 and diag.line == want, name .. ": error at line " .. diag.line .. ", want " .. want)
-    assert(diag.col == assert(src:match("[^\n]*kevo:expect%-error"):find("bb%[")), name .. ": column")
+    assert(want > 0 and diag.line == want,
+      name .. ": error at line " .. diag.line .. ", want " .. want)
+    assert(diag.col == assert(src:match("[^\n]*kevo:expect%-error"):find("bb%[")),
+      name .. ": column")
     assert(r.error:find(name .. ":" .. want .. ":", 1, true), r.error)
   else
     assert(r.module, name .. ": " .. tostring(r.error))

@@ -94,7 +94,8 @@ has(res.message, "mine.lua:4: kevo:launch: kernel 'kopy' is not in the module (i
 -- a wrong result: the worst element reaches the feedback
 local wrong = badlaunch:gsub("BLOCKK", "128"):gsub("copy", "copy_wrong")
 res = ev:evaluate{source = wrong, name = "wrong.cu"}
-check(res.verdict == "wrong" and res.stage == "verify" and res.verify.worst.index[2] == 1000, "wrong")
+check(res.verdict == "wrong" and res.stage == "verify" and res.verify.worst.index[2] == 1000,
+  "wrong")
 has(res.feedback, "Worst element: y[3, 1000] (flat index 13297) at shape M=3,N=1", "feedback")
 has(res.feedback, "expected 0.25, got 0", "feedback")
 

@@ -3,7 +3,8 @@
 -- to num_warps, and a source without a launch block is an expected failure.
 local evaluator = require "kevo.evaluator"
 local src = assert(os.getenv("KEVO_SRC"), "KEVO_SRC is not set (run under ctest)")
-local function read(p) local f = assert(io.open(p, "rb")) local s = f:read("a") f:close() return s end
+local function read(p) local f = assert(io.open(p, "rb")) local s =
+  f:read("a") f:close() return s end
 
 local ev = assert(evaluator.new{recipe = src .. "/recipes/softmax.yaml"})
 local cu = read(src .. "/recipes/softmax/rowwise.cu")
@@ -39,7 +40,9 @@ for i = 1, 33 do
   inputs[#inputs + 1] = ("  t%d: {dtype: f32, shape: [N], init: normal}"):format(i)
   args[#args + 1] = ('"t%d"'):format(i)
 end
-local launch = ("/* kevo:launch\nreturn {kernels = {{name = 'k', grid = {1}, block = {1}, args = {%s, 'y'}}}}\n*/\n")
+local launch = (
+  "/* kevo:launch\nreturn {kernels = {{name = 'k', grid = {1}, block = {1}, args = {%s, "
+  .. "'y'}}}}\n*/\n")
   :format(table.concat(args, ", "))
 local function write(p, s) local f = assert(io.open(p, "wb")) f:write(s) f:close() end
 write(dir .. "/many.cu", launch .. 'extern "C" __global__ void k() {}\n')

@@ -55,7 +55,8 @@ assert(c[4].source:find("untagged") and c[4].launch == nil)
 assert(#c.skipped == 0)
 
 -- the launch block may come before its kernel
-c = assert(extract.candidates("```lua\nreturn {kernels = {}}\n```\n```cuda\n__global__ void z() {}\n```\n"))
+c = assert(
+  extract.candidates("```lua\nreturn {kernels = {}}\n```\n```cuda\n__global__ void z() {}\n```\n"))
 assert(#c == 1 and c[1].launch_from == "block")
 
 -- unterminated fences are marked and skipped unless asked for
@@ -86,19 +87,23 @@ assert(not pcall(extract.candidates, reply, {bogus = true}))
 assert(extract.launch("// kevo:launch\n// return 4\nint x;") == "return 4\n")
 
 -- a reply without a fence: the code between its prose
-c = assert(extract.candidates("Sure:\n\nextern \"C\" __global__ void k(float* y) {\n  y[0] = 1;\n}\n" ..
+c = assert(
+  extract.candidates("Sure:\n\nextern \"C\" __global__ void k(float* y) {\n  y[0] = 1;\n}\n" ..
   "/* kevo:launch\nreturn {}\n*/\n\nThat is all.\n"))
 assert(#c == 1 and c[1].lang == "cuda" and c[1].launch == "return {}\n", c[1].source)
 assert(not c[1].source:find("Sure") and not c[1].source:find("That is all"), c[1].source)
 
 -- Python that is not Triton: load_inline's CUDA string is the candidate, a usage example none
-c = assert(extract.candidates("```python\nimport torch\nsrc = '\'\'\n#include <torch/extension.h>\n" ..
+c = assert(
+  extract.candidates("```python\nimport torch\nsrc = '\'\'\n#include <torch/extension.h>\n" ..
   "__global__ void k(float* y) { y[0] = 1; }\ntorch::Tensor f(torch::Tensor x) {\n" ..
-  "  k<<<1, 1>>>(x.data_ptr<float>());\n  return x;\n}\n'\'\'\nmod = load_inline(name='k', cuda_sources=src)\n```\n" ..
+  "  k<<<1, 1>>>(x.data_ptr<float>());\n  return x;\n}\n'\'\'\nmod = load_inline(name='k', "
+    .. "cuda_sources=src)\n```\n" ..
   "```python\nimport torch\nprint(torch.ones(3))\n```\n"))
 assert(#c == 1 and c[1].lang == "cuda", #c)
 assert(c[1].source:find('extern "C" __global__ void k', 1, true), c[1].source)
-assert(not c[1].source:find("<<<", 1, true) and not c[1].source:find("#include <torch/extension.h>\n", 1, true))
+assert(not c[1].source:find("<<<", 1, true) and
+  not c[1].source:find("#include <torch/extension.h>\n", 1, true))
 assert(c[1].source:find("dropped host function f", 1, true), c[1].source)
 assert(#c.skipped == 1 and c.skipped[1].reason:find("without a kernel"))
 
@@ -107,11 +112,14 @@ local cu = require "kevo.extract.cuda"
 local s, notes = cu.device_only("#include <vector>\n#include <cfloat>\n" ..
   "template <int B> __global__ void t(float* y) {}\n" ..
   "__global__ void o(float* y) {}\n__global__ void o(double* y) {}\n" ..
-  "__device__ int helper(int a) { return a; }\nint cdiv(int a, int b) { return (a + b - 1) / b; }\n" ..
+  "__device__ int helper(int a) { return a; }\nint cdiv(int a, int b) { return (a + b - 1) / b; "
+    .. "}\n" ..
   "int main() { float* p; cudaMalloc(&p, 4); o<<<1, 1>>>(p); return 0; }\n")
 assert(s:find("dropped #include <vector>", 1, true) and s:find("#include <cfloat>", 1, true), s)
-assert(s:find("template <int B> __global__ void t", 1, true) and not s:find('extern "C"', 1, true), s)
-assert(s:find("int cdiv(int a, int b)", 1, true) and s:find("dropped host function main", 1, true), s)
+assert(s:find("template <int B> __global__ void t", 1, true) and not s:find('extern "C"', 1, true),
+  s)
+assert(s:find("int cdiv(int a, int b)", 1, true) and s:find("dropped host function main", 1, true),
+  s)
 assert(#notes == 1 and notes[1]:find("main"), notes[1])
 assert(select(2, cu.device_only("__global__ void k() {}\n")) [1]:find('extern "C"'))
 local same = 'extern "C" __global__ void k() {}\n'

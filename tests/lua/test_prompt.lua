@@ -20,7 +20,8 @@ local result = {
   feedback = "row 5 is wrong at the tail",
 }
 
-local msgs = prompt.messages{task = task, best = {source = "__global__ void k() {}", result = result}}
+local msgs =
+  prompt.messages{task = task, best = {source = "__global__ void k() {}", result = result}}
 assert(#msgs == 2 and msgs[1].role == "system" and msgs[2].role == "user")
 assert(msgs[1].content:find('extern "C"', 1, true) and msgs[1].content:find("kevo:launch", 1, true))
 local u = msgs[2].content
@@ -44,10 +45,13 @@ local long = prompt.feedback{verdict = "compile_error", stage = "compile",
                              compile = {log = string.rep("x", 10000)}}
 assert(#long < 5000 and long:find("more bytes", 1, true))
 -- an imported problem: the PyTorch reference is the specification; unknown flops are not "?"
-local torch_task = {name = "relu", params = {n = 8}, inputs = {{name = "x", dtype = "f32", shape = {"n"}}},
+local torch_task =
+  {name = "relu", params = {n = 8}, inputs = {{name = "x", dtype = "f32", shape = {"n"}}},
                     outputs = {{name = "out", dtype = "f32", shape = {"n"}}}, cost = {bytes = 64},
                     reference = {lang = "torch", file = "relu/problem.py",
-                                 source = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n\n"}}
+                                 source =
+                                   "class Model(nn.Module):\n    def forward(self, x):\n        "
+                                   .. "return torch.relu(x)\n\n"}}
 u = prompt.messages{task = torch_task}[2].content
 for _, want in ipairs{"Specification: the reference is this PyTorch problem",
                       "```python\nclass Model(nn.Module):", "return torch.relu(x)\n```",
@@ -55,5 +59,6 @@ for _, want in ipairs{"Specification: the reference is this PyTorch problem",
   assert(u:find(want, 1, true), "prompt lacks: " .. want .. "\n" .. u)
 end
 assert(not u:find("? flops", 1, true) and not u:find("```cuda", 1, true))
-assert(not prompt.task(task):find("Specification", 1, true), "a recipe without a torch reference has none")
+assert(not prompt.task(task):find("Specification", 1, true),
+  "a recipe without a torch reference has none")
 print("prompt ok")

@@ -36,14 +36,16 @@ do
   local got, s = ctx:evaluate(cands)
   assert(#got == 5, "entries back: " .. #got)
   for i, e in ipairs(got) do
-    assert(e.id and e.candidate.knobs.BLOCK == cands[i].knobs.BLOCK, "entry " .. i .. " out of order")
+    assert(e.id and e.candidate.knobs.BLOCK == cands[i].knobs.BLOCK,
+      "entry " .. i .. " out of order")
   end
   assert(got[1] == first[1], "the duplicate is the earlier entry")
   assert(ctx.evals == 5, "evaluations: " .. ctx.evals)
   assert(search.is_stop(s) and s.reason == "evals", tostring(s))
   assert(ctx.best, "the strategy can finish its step: the best is known")
   local ok, e = pcall(ctx.evaluate, ctx, batch(ctx, 12))
-  assert(not ok and search.is_stop(e) and e.reason == "evals", "the next call stops: " .. tostring(e))
+  assert(not ok and search.is_stop(e) and e.reason == "evals",
+    "the next call stops: " .. tostring(e))
 end
 
 -- a batch within the budget: no second value
@@ -123,8 +125,10 @@ do
   assert(ctx.evals == 4, "the same level again is free")
   local full = ctx:evaluate({cands[2], cands[3]}, {level = "full"})
   assert(ctx.evals == 6, "promotion evaluates again")
-  assert(full[1].id == quick[2].id and full[2].id == quick[3].id, "a promotion keeps the candidate id")
-  assert(full[1].level == nil and full[1].score and full[1].bench.median_ms, "a full entry is measured")
+  assert(full[1].id == quick[2].id and full[2].id == quick[3].id,
+    "a promotion keeps the candidate id")
+  assert(full[1].level == nil and full[1].score and full[1].bench.median_ms,
+    "a full entry is measured")
   assert(ctx.best == full[1] or ctx.best == full[2])
   assert(ctx:known(cands[2]) and ctx:entry(quick[2].id) == full[1])
   local again = ctx:evaluate({cands[2]}, {level = "verify"})

@@ -77,7 +77,8 @@ end
 -- default_knobs: the seed's own defaults where the space has them, else the first value
 do
   local ctx = search.new{task = {name = "t"}, evaluator = search.model_evaluator(model, {}),
-    seeds = {{lang = "cuda", source = SEED_SRC, file = "k.cu", defaults = {BLOCK = "256", VEC = "3"},
+    seeds =
+      {{lang = "cuda", source = SEED_SRC, file = "k.cu", defaults = {BLOCK = "256", VEC = "3"},
               space = {BLOCK = {"128", "256"}, VEC = {"1", "2"}, UNROLL = {"2", "4"}}}}}
   local space = ctx.seeds[1].space
   local k = ctx:default_knobs(space, ctx.seeds[1])
@@ -133,7 +134,8 @@ do
   local lines = {}
   local ctx = drive("autotune", {max_evals = 13, log = function(l) lines[#lines + 1] = l end})
   local logged = table.concat(lines, "\n")
-  assert(logged:find("4 point(s), exhaustive", 1, true) and logged:find("60 point(s), anneal", 1, true),
+  assert(logged:find("4 point(s), exhaustive", 1, true) and
+    logged:find("60 point(s), anneal", 1, true),
          logged)
   assert(ctx.evals == 13)
 end
@@ -147,7 +149,9 @@ do
   local ctx, e = drive("autotune", {max_evals = 13}, {method = "exhaustive"})
   assert(ctx.evals == 13 and search.is_stop(e) and e.reason == "evals", tostring(e))
   local now = 0
-  ctx, e = drive("evolve", {llm = true, time_s = 0.5, clock = function() now = now + 0.01; return now end},
+  ctx,
+  e = drive("evolve",
+  {llm = true, time_s = 0.5, clock = function() now = now + 0.01; return now end},
                  {generations = 1000})
   assert(search.is_stop(e) and e.reason == "time", tostring(e))
   ctx, e = drive("greedy", {llm = true, max_tokens = 1000}, {steps = 1000})
@@ -201,7 +205,8 @@ do
   assert(first[1].origin == "llm" and first[1].parent == nil and first[1].lang == "cuda")
   local ok, e = pcall(assert(strategy.load("greedy")).run, ctx, {steps = 3})
   assert(ok or search.is_stop(e), tostring(e))
-  assert(ctx.best and ctx.best.candidate.origin == "llm", "greedy found no kernel written by the LLM")
+  assert(ctx.best and ctx.best.candidate.origin == "llm",
+    "greedy found no kernel written by the LLM")
   assert(asked[#asked].parent ~= nil, "greedy did not go on to rewrite the LLM's kernel")
   for _, name in ipairs{"beam", "uct", "evolve"} do
     asked = {}

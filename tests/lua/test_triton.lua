@@ -116,7 +116,8 @@ end
 -- What is allowed: constants, tl.constexpr constants, the launch string, math, from-imports.
 local fine = "\"\"\"kevo:launch\nreturn {}\n\"\"\"\nimport math\nimport triton\n" ..
              "from triton import language as tl\nPLAIN = 2.5\nSCALE = tl.constexpr(2.5)\n" ..
-             "KEVO_LAUNCH = '''return {}'''\n\n\n@triton.jit\ndef k(x_ptr, n, B: tl.constexpr = 128):\n" ..
+             "KEVO_LAUNCH = '''return {}'''\n\n\n@triton.jit\ndef k(x_ptr, n, B: tl.constexpr = "
+               .. "128):\n" ..
              "    offs = tl.program_id(0) * B + tl.arange(0, B)\n" ..
              "    x = tl.load(x_ptr + offs, mask=offs < n)\n" ..
              "    tl.store(x_ptr + offs, x * SCALE, mask=offs < n)\n"
@@ -155,7 +156,8 @@ assert(not pcall(triton.compile, vadd, {kernel = "vector_add", signature = {}, n
 assert(not pcall(triton.compile, vadd, {kernel = "vector_add", signature = {print}}))
 assert(not pcall(triton.compile, vadd, {kernel = "vector_add", signature = {1, x = 2}}))
 assert(not pcall(triton.compile_many, {{kernel = "k", signature = {}}}), "src is required")
-assert(not pcall(triton.configure, {servers = 99, disk_cache = true}), "checked before anything changes")
+assert(not pcall(triton.configure, {servers = 99, disk_cache = true}),
+  "checked before anything changes")
 
 -- The sandbox from inside a compile process: no environment, a session of its own, not root,
 -- and no write anywhere, not even its own directory (tests/triton_attacks go further).
@@ -166,7 +168,9 @@ assert(#st.env == 0, "a compile process has an environment: " .. table.concat(st
 assert(st.sid == st.pid, "a compile process is not in a session of its own")
 assert(st.pid ~= st.zygote)
 local whoami = io.popen("id -u"):read("l")
-if whoami == "0" then assert(st.uid == 65534, "as root, a compile runs as nobody, not " .. st.uid) end
+if whoami == "0" then
+  assert(st.uid == 65534, "as root, a compile runs as nobody, not " .. st.uid)
+end
 if sb.landlock > 0 then
   local inside = assert(triton.selftest{write = "probe.txt"})
   assert(inside.write:find("^denied"), inside.write)

@@ -2,7 +2,8 @@
 -- sources judge with no other name, and docs/architecture.md lists the same ones.
 local verdict = require "kevo.verdict"
 local src = assert(os.getenv("KEVO_SRC"), "KEVO_SRC is not set (run under ctest)")
-local function read(p) local f = assert(io.open(p, "rb")) local s = f:read("a") f:close() return s end
+local function read(p) local f = assert(io.open(p, "rb")) local s =
+  f:read("a") f:close() return s end
 
 local known = {}
 for i, v in ipairs(verdict.list) do

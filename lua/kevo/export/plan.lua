@@ -7,7 +7,8 @@ function M.chunk_of(source, lang)
   local block = source:match("/%*%s*kevo:launch%s*\n(.-)%*/")
   if block then return block end
   if lang == "triton" then
-    block = source:match("'''%s*kevo:launch%s*\n(.-)'''") or source:match('"""%s*kevo:launch%s*\n(.-)"""')
+    block = source:match("'''%s*kevo:launch%s*\n(.-)'''") or
+      source:match('"""%s*kevo:launch%s*\n(.-)"""')
     if block then return block end
     local lines, on = {}, false
     for line in (source .. "\n"):gmatch("(.-)\n") do

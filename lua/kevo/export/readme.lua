@@ -10,8 +10,11 @@ function M.render(o)
   add(("# Kernel exported by kevo: run %d, candidate %d"):format(r.id, b.candidate))
   add("")
   if o.synthetic then
-    add(("**SYNTHETIC.** Recipe `%s`, strategy `%s`. This run's verdicts and times were computed by the "
-         .. "model evaluator `%s` (KEVO_EVALUATOR), not measured on a GPU: the kernel was neither verified "
+    add((
+      "**SYNTHETIC.** Recipe `%s`, strategy `%s`. This run's verdicts and times were computed by "
+      .. "the "
+         .. "model evaluator `%s` (KEVO_EVALUATOR), not measured on a GPU: the kernel was neither "
+           .. "verified "
          .. "nor timed (the model said %s over the reference). Compiled for `%s`.")
         :format(md(r.recipe), md(r.strategy), md(o.synthetic),
                 b.speedup and ("%.2fx"):format(b.speedup) or "?", md(o.arch)))
@@ -41,9 +44,11 @@ function M.render(o)
   add("")
   add("Build with `-I$CUDA_HOME/include -lcuda`. The launch geometry was resolved for the recipe's "
       .. "benchmark shape; `kevo_kernel_launch` refuses other params (`CUDA_ERROR_INVALID_VALUE`). "
-      .. "For other shapes use the per-shape plans in `launch.json`, or resolve `launch_chunk` again.")
+      .. "For other shapes use the per-shape plans in `launch.json`, or resolve `launch_chunk` "
+        .. "again.")
   add("")
-  add("**PyTorch.** `torch_ext.py` loads `kernel.cubin` with ctypes (no compiler, no build step) and "
+  add("**PyTorch.** `torch_ext.py` loads `kernel.cubin` with ctypes (no compiler, no build step) "
+    .. "and "
       .. "launches it on torch's current stream with a plan from `launch.json`:")
   add("")
   add("```python")
@@ -58,7 +63,8 @@ function M.render(o)
       .. "outputs with the recipe's reference kernel (`reference.cubin`), checks the exported "
       .. "kernel against them with the recipe's tolerance, and writes `test_vectors.pt`.")
   add("")
-  add("**Provenance.** `provenance.json` names the recipe (path and sha256), the run, this candidate "
+  add("**Provenance.** `provenance.json` names the recipe (path and sha256), the run, this "
+    .. "candidate "
       .. "and its parent chain, the GPU, driver, clocks and temperature of the measurement, the "
       .. "timings and the verdict, and the kevo that exported it.")
   if #o.notes > 0 then

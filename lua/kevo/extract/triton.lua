@@ -212,9 +212,12 @@ function M.kernel_only(code)
     end
   end
   if #dropped > 0 then notes[#notes + 1] = "dropped host code: " .. table.concat(dropped, ", ") end
-  if removed_decorators then notes[#notes + 1] = "kept @triton.jit only (kevo tunes knobs itself)" end
+  if removed_decorators then
+    notes[#notes + 1] = "kept @triton.jit only (kevo tunes knobs itself)"
+  end
   if #lifted > 0 then
-    notes[#notes + 1] = "constexpr defaults taken from the dropped code: " .. table.concat(lifted, ", ")
+    notes[#notes + 1] = "constexpr defaults taken from the dropped code: " ..
+      table.concat(lifted, ", ")
   end
   if #notes == 0 then return code, notes end
   return table.concat(out, "\n") .. "\n", notes

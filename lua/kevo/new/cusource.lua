@@ -195,7 +195,8 @@ end
 function M.knobs(src)
   local s = M.strip(src)
   local out, seen = {}, {}
-  for pos, name, name2, def in s:gmatch("()#%s*ifndef%s+([%a_][%w_]*)%s*\n%s*#%s*define%s+([%a_][%w_]*)[ \t]*([^\n]*)") do
+  for pos, name, name2,
+  def in s:gmatch("()#%s*ifndef%s+([%a_][%w_]*)%s*\n%s*#%s*define%s+([%a_][%w_]*)[ \t]*([^\n]*)") do
     if name == name2 and not seen[name] then
       seen[name] = true
       def = norm(def)

@@ -30,7 +30,8 @@ function M.check(chunk, where, shape, knobs, main, kernels, tensors, bad)
   end})
   local fn, err = load(chunk, "=" .. where, "t", env)
   if not fn then bad("%s: %s", where, err) end
-  debug.sethook(function() error("the launch chunk ran past its instruction budget", 0) end, "", 10000000)
+  debug.sethook(function() error("the launch chunk ran past its instruction budget", 0) end, "",
+    10000000)
   local ok, res = pcall(fn)
   debug.sethook()
   if not ok and res == NEEDS_DEVICE then return nil end
@@ -48,10 +49,14 @@ function M.check(chunk, where, shape, knobs, main, kernels, tensors, bad)
   for i, l in ipairs(res.kernels) do
     local lw = ("%s: kernels[%d]"):format(at, i)
     local sig = by_name[l.name]
-    if not sig then bad("%s: launches '%s', which is no __global__ kernel of the file", lw, tostring(l.name)) end
+    if not sig then
+      bad("%s: launches '%s', which is no __global__ kernel of the file", lw, tostring(l.name))
+    end
     for _, dim in ipairs{"grid", "block"} do
       local d = l[dim]
-      if type(d) ~= "table" or #d < 1 or #d > 3 then bad("%s.%s: expected 1 to 3 integers", lw, dim) end
+      if type(d) ~= "table" or #d < 1 or #d > 3 then
+        bad("%s.%s: expected 1 to 3 integers", lw, dim)
+      end
       for _, x in ipairs(d) do
         if math.type(x) ~= "integer" or x < 1 then
           bad("%s.%s: %s is not a positive integer", lw, dim, tostring(x))
@@ -69,9 +74,12 @@ function M.check(chunk, where, shape, knobs, main, kernels, tensors, bad)
       local bufname = type(a) == "string" and a or type(a) == "table" and a.buf
       if p.pointer then
         if type(a) == "table" and a.null then
-          if sig == main then bad("%s: argument %d (%s) is null; it is a tensor of the recipe", lw, j, p.name) end
+          if sig == main then
+            bad("%s: argument %d (%s) is null; it is a tensor of the recipe", lw, j, p.name)
+          end
         elseif not bufname then
-          bad("%s: argument %d (%s) is a pointer: pass a tensor name (\"%s\")", lw, j, p.name, p.name)
+          bad("%s: argument %d (%s) is a pointer: pass a tensor name (\"%s\")", lw, j, p.name,
+            p.name)
         elseif sig == main and bufname ~= p.name then
           bad("%s: argument %d is \"%s\" but the parameter is %s: tensors are named after the "
             .. "kernel's parameters", lw, j, bufname, p.name)
@@ -81,7 +89,8 @@ function M.check(chunk, where, shape, knobs, main, kernels, tensors, bad)
       else
         local v = type(a) == "table" and a.value or a
         if type(v) ~= "number" then
-          bad("%s: argument %d (%s %s) is a scalar: pass a number (%s(...))", lw, j, p.ctype, p.name, p.wrap)
+          bad("%s: argument %d (%s %s) is a scalar: pass a number (%s(...))", lw, j, p.ctype,
+            p.name, p.wrap)
         end
         if p.scalar == "int" and math.type(v) ~= "integer" then
           bad("%s: argument %d (%s %s) is not an integer", lw, j, p.ctype, p.name)
@@ -107,13 +116,16 @@ function M.suggest(k, tensors, knobs, product)
   for _, t in ipairs(tensors) do if t.role == "output" and not first_out then first_out = t end end
   local block = "256"
   for _, kn in ipairs(knobs) do
-    if (kn.name == "BLOCK" or kn.name == "BLOCK_SIZE" or kn.name == "THREADS") and math.type(kn.value) == "integer" then
+    if (kn.name == "BLOCK" or kn.name == "BLOCK_SIZE" or kn.name == "THREADS") and
+      math.type(kn.value) == "integer" then
       block = kn.name
     end
   end
   local n = first_out and product(first_out.dims) or "N"
-  return ("/* kevo:launch\nreturn {kernels = {{name = \"%s\", grid = {cdiv(%s, %s)}, block = {%s},\n"
-    .. "                    args = {%s}}}}\n*/"):format(k.name, n, block, block, table.concat(args, ", "))
+  return (
+    "/* kevo:launch\nreturn {kernels = {{name = \"%s\", grid = {cdiv(%s, %s)}, block = {%s},\n"
+    .. "                    args = {%s}}}}\n*/"):format(k.name, n, block, block,
+    table.concat(args, ", "))
 end
 
 return M

@@ -48,7 +48,8 @@ local function source_block(src)
     n = n + 1
     out[#out + 1] = ('<tr><td class="ln">%d</td><td class="code">%s</td></tr>'):format(n, esc(line))
   end
-  return ('<table class="src" data-lines="%d"><tbody>%s</tbody></table>'):format(n, table.concat(out, "\n"))
+  return ('<table class="src" data-lines="%d"><tbody>%s</tbody></table>'):format(n,
+    table.concat(out, "\n"))
 end
 
 -- lineage_tree(m): nested lists from the roots, the best one's chain marked.
@@ -61,7 +62,9 @@ local function lineage_tree(m)
     count = count + 1
     local e = c.eval
     local speed = e and e.ok and e.speedup and ("%.2fx"):format(e.speedup) or ""
-    out[#out + 1] = ('<li class="%s%s" data-candidate="%d"><span class="node v-%s">#%d</span> %s %s <span class="sp">%s</span>')
+    out[#out + 1] = (
+      '<li class="%s%s" data-candidate="%d"><span class="node v-%s">#%d</span> %s %s <span '
+      .. 'class="sp">%s</span>')
       :format(on_path[c.id] and "path" or "", c.id == best and " best" or "", c.id,
               cls(e and e.verdict), c.id, esc(c.origin), verdict_badge(e and e.verdict), speed)
     if #c.children > 0 then
@@ -93,10 +96,14 @@ local function candidate_table(m)
       ("<td>%s</td>"):format(esc(c.origin)),
       ('<td data-v="%s">%s</td>'):format(esc(e.verdict or "~"), verdict_badge(e.verdict)),
       ("<td>%s</td>"):format(esc(e.stage)),
-      ('<td class="n" data-v="%s">%s</td>'):format(num(e.ok and e.speedup, "%.6g"), num(e.ok and e.speedup, "%.2fx")),
-      ('<td class="n" data-v="%s">%s</td>'):format(num(e.median_ms, "%.6g"), num(e.median_ms, "%.4f")),
-      ('<td class="n" data-v="%s">%s</td>'):format(num(e.roofline_pct, "%.6g"), num(e.roofline_pct, "%.1f%%")),
-      ('<td class="knobs">%s</td>'):format(esc(c.knobs and next(c.knobs) and json.encode(c.knobs) or "")),
+      ('<td class="n" data-v="%s">%s</td>'):format(num(e.ok and e.speedup, "%.6g"),
+        num(e.ok and e.speedup, "%.2fx")),
+      ('<td class="n" data-v="%s">%s</td>'):format(num(e.median_ms, "%.6g"),
+        num(e.median_ms, "%.4f")),
+      ('<td class="n" data-v="%s">%s</td>'):format(num(e.roofline_pct, "%.6g"),
+        num(e.roofline_pct, "%.1f%%")),
+      ('<td class="knobs">%s</td>'):format(
+        esc(c.knobs and next(c.knobs) and json.encode(c.knobs) or "")),
       ('<td class="msg">%s</td>'):format(esc(e.message)),
       "</tr>",
     }
@@ -112,8 +119,10 @@ local function fingerprints(m)
     local dev = (e.result or {}).device or {}
     local cc = type(fp.cc) == "table" and fp.cc or dev.cc
     local row = {
-      device = fp.device or dev.name, cc = type(cc) == "table" and ("sm_%s%s"):format(cc[1], cc[2]) or nil,
-      driver = fp.driver, sm_clock = bench.sm_clock_mhz or fp.sm_clock_mhz, mem_clock = fp.mem_clock_mhz,
+      device = fp.device or dev.name,
+      cc = type(cc) == "table" and ("sm_%s%s"):format(cc[1], cc[2]) or nil,
+      driver = fp.driver, sm_clock = bench.sm_clock_mhz or fp.sm_clock_mhz,
+      mem_clock = fp.mem_clock_mhz,
       temp = bench.temp_c or fp.temp_c, commit = fp.kevo_commit,
     }
     local key = table.concat({tostring(row.device), tostring(row.cc), tostring(row.driver),
@@ -128,9 +137,13 @@ local function fingerprints(m)
   end
   local out = {}
   for _, r in ipairs(list) do
-    out[#out + 1] = ("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%d</td></tr>")
-      :format(esc(r.device or "-"), esc(r.cc or "-"), esc(r.driver or "-"), esc(r.sm_clock and (tostring(r.sm_clock) .. " MHz") or "-"),
-              esc(r.mem_clock and (tostring(r.mem_clock) .. " MHz") or "-"), esc(r.temp and (tostring(r.temp) .. " C") or "-"),
+    out[#out + 1] = (
+      "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td "
+      .. "class=\"n\">%d</td></tr>")
+      :format(esc(r.device or "-"), esc(r.cc or "-"), esc(r.driver or "-"),
+        esc(r.sm_clock and (tostring(r.sm_clock) .. " MHz") or "-"),
+              esc(r.mem_clock and (tostring(r.mem_clock) .. " MHz") or "-"),
+              esc(r.temp and (tostring(r.temp) .. " C") or "-"),
               esc(r.commit or "-"), r.n)
   end
   return table.concat(out, "\n")
@@ -140,14 +153,17 @@ local function chart_data(m)
   local pts = {}
   for i, e in ipairs(m.evals) do
     pts[#pts + 1] = {i = i, id = e.id, c = e.candidate, v = e.verdict, ok = e.ok and true or false,
-                     s = e.ok and e.speedup or nil, r = e.ok and e.roofline_pct or nil, t = e.tokens}
+                     s = e.ok and e.speedup or nil, r = e.ok and e.roofline_pct or nil,
+                     t = e.tokens}
   end
   return {evals = json.array(pts), best = m.best and m.best.id or nil,
           tokens = m.llm.input_tokens + m.llm.output_tokens}
 end
 
 local function card(label, value, sub)
-  return ('<div class="card"><div class="label">%s</div><div class="value">%s</div><div class="sub">%s</div></div>')
+  return (
+    '<div class="card"><div class="label">%s</div><div class="value">%s</div><div '
+    .. 'class="sub">%s</div></div>')
     :format(esc(label), esc(value), esc(sub or ""))
 end
 
@@ -157,19 +173,29 @@ function M.render(m)
   local title = ("kevo run %d: %s"):format(r.id, r.recipe or "?")
   local body = {}
   local function add(s) body[#body + 1] = s end
-  add(('<header><h1>%s</h1><p class="meta">%s with strategy <b>%s</b>, <span class="status s-%s">%s</span>, %s. '
+  add((
+    '<header><h1>%s</h1><p class="meta">%s with strategy <b>%s</b>, <span class="status '
+    .. 's-%s">%s</span>, %s. '
        .. "Recipe <code>%s</code>%s. kevo %s (%s) on %s.</p></header>")
-      :format(esc(title), esc(r.recipe), esc(r.strategy), cls(r.status), esc(r.status), esc(report.fmt_duration(m.duration_s)),
-              esc(r.recipe_path or "-"), r.recipe_hash and (" sha256 <code>" .. esc(r.recipe_hash:sub(1, 16)) .. "</code>") or "",
+      :format(esc(title), esc(r.recipe), esc(r.strategy), cls(r.status), esc(r.status),
+        esc(report.fmt_duration(m.duration_s)),
+              esc(r.recipe_path or "-"),
+              r.recipe_hash and (" sha256 <code>" .. esc(r.recipe_hash:sub(1, 16)) .. "</code>") or
+              "",
               esc(r.kevo_version), esc(r.kevo_commit), esc(r.host)))
-  if m.synthetic then add('<p class="synthetic">' .. esc(report.synthetic_line(m.synthetic)) .. "</p>") end
+  if m.synthetic then
+    add('<p class="synthetic">' .. esc(report.synthetic_line(m.synthetic)) .. "</p>")
+  end
   local cards = {}
   if b then
     cards[#cards + 1] = card("speed-up", report.fmt_num(b.speedup, "%.2fx"),
-                             m.synthetic and "over the reference (synthetic)" or "over the reference")
+                             m.synthetic and "over the reference (synthetic)" or
+                               "over the reference")
     cards[#cards + 1] = card("median time", report.fmt_num(b.median_ms, "%.4f ms"),
                              "reference " .. report.fmt_num(b.ref_median_ms, "%.4f ms"))
-    cards[#cards + 1] = card("roofline", report.fmt_num(b.roofline_pct, "%.1f%%"), report.fmt_num(b.gbps, "%.0f GB/s"))
+    cards[#cards + 1] =
+      card("roofline", report.fmt_num(b.roofline_pct, "%.1f%%"),
+      report.fmt_num(b.gbps, "%.0f GB/s"))
   else
     cards[#cards + 1] = card("best", "none", "no candidate passed verification")
   end
@@ -180,49 +206,69 @@ function M.render(m)
                            ("%d calls, cost %.4f"):format(m.llm.calls, m.llm.cost))
   add('<section class="cards">' .. table.concat(cards) .. "</section>")
 
-  add('<section><h2>Progress</h2><div class="controls">metric: <button type="button" data-metric="s" class="on">speed-up</button>'
+  add('<section><h2>Progress</h2><div class="controls">metric: <button type="button" '
+    .. 'data-metric="s" class="on">speed-up</button>'
       .. '<button type="button" data-metric="r">% of roofline</button></div><div class="charts">'
-      .. '<figure><svg id="chart-evals" class="chart" viewBox="0 0 560 280" data-points="0" role="img" aria-label="by evaluation"></svg>'
+      .. '<figure><svg id="chart-evals" class="chart" viewBox="0 0 560 280" data-points="0" '
+        .. 'role="img" aria-label="by evaluation"></svg>'
       .. "<figcaption>over evaluations</figcaption></figure>"
-      .. '<figure><svg id="chart-tokens" class="chart" viewBox="0 0 560 280" data-points="0" role="img" aria-label="by tokens"></svg>'
+      .. '<figure><svg id="chart-tokens" class="chart" viewBox="0 0 560 280" data-points="0" '
+        .. 'role="img" aria-label="by tokens"></svg>'
       .. "<figcaption>over LLM tokens spent</figcaption></figure></div>"
-      .. '<p class="legend"><span class="dot ok"></span> verified evaluation <span class="line"></span> best so far '
+      .. '<p class="legend"><span class="dot ok"></span> verified evaluation <span '
+        .. 'class="line"></span> best so far '
       .. '<span class="tick bad"></span> failed evaluation (at the bottom)</p></section>')
 
   if b then
     local c = b.candidate_row or {}
-    add(("<section><h2>Best kernel: candidate #%d</h2><p class=\"meta\">%s, %s, evaluation %d: %s, median %s, %s of roofline, %s. "
+    add((
+      "<section><h2>Best kernel: candidate #%d</h2><p class=\"meta\">%s, %s, evaluation %d: %s, "
+      .. "median %s, %s of roofline, %s. "
          .. "Knobs <code>%s</code>. Lineage: %s.</p><p class=\"meta\">%s</p>%s</section>")
-        :format(b.candidate, esc(c.origin), esc(c.lang), b.id, esc(report.fmt_num(b.speedup, "%.2fx")),
-                esc(report.fmt_num(b.median_ms, "%.4f ms")), esc(report.fmt_num(b.roofline_pct, "%.1f%%")),
-                esc(report.fmt_num(b.gbps, "%.0f GB/s")), esc(c.knobs and json.encode(c.knobs) or "{}"),
+        :format(b.candidate, esc(c.origin), esc(c.lang), b.id,
+          esc(report.fmt_num(b.speedup, "%.2fx")),
+                esc(report.fmt_num(b.median_ms, "%.4f ms")),
+                esc(report.fmt_num(b.roofline_pct, "%.1f%%")),
+                esc(report.fmt_num(b.gbps, "%.0f GB/s")),
+                esc(c.knobs and json.encode(c.knobs) or "{}"),
                 esc(report.lineage_line(m.lineage)),
-                m.synthetic and ("<strong>Synthetic</strong>: computed by the model evaluator " .. esc(m.synthetic)
+                m.synthetic and ("<strong>Synthetic</strong>: computed by the model evaluator " ..
+                  esc(m.synthetic)
                                  .. ", not measured on a GPU.")
                   or ("Measured on " .. esc(report.fingerprint_line(b)) .. "."),
                 source_block(c.source)))
   end
 
   local tree, nodes = lineage_tree(m)
-  add(('<section><h2>Lineage</h2><p class="meta">%d candidates; the best one\'s ancestors are marked.</p>'
+  add((
+    '<section><h2>Lineage</h2><p class="meta">%d candidates; the best one\'s ancestors are '
+    .. 'marked.</p>'
        .. '<div class="treebox" data-nodes="%d">%s</div></section>'):format(nodes, nodes, tree))
 
   local rows, nrows = candidate_table(m)
-  add(('<section><h2>Candidates</h2><p class="meta">Click a column to sort.</p><table id="cands" class="grid" data-rows="%d"><thead><tr>'
-       .. '<th data-type="n">#</th><th data-type="n">parent</th><th>origin</th><th>verdict</th><th>stage</th>'
-       .. '<th data-type="n">speed-up</th><th data-type="n">median ms</th><th data-type="n">roofline</th><th>knobs</th><th>message</th>'
+  add((
+    '<section><h2>Candidates</h2><p class="meta">Click a column to sort.</p><table id="cands" '
+    .. 'class="grid" data-rows="%d"><thead><tr>'
+       .. '<th data-type="n">#</th><th '
+         .. 'data-type="n">parent</th><th>origin</th><th>verdict</th><th>stage</th>'
+       .. '<th data-type="n">speed-up</th><th data-type="n">median ms</th><th '
+         .. 'data-type="n">roofline</th><th>knobs</th><th>message</th>'
        .. "</tr></thead><tbody>%s</tbody></table></section>"):format(nrows, rows))
 
-  add('<section><h2>Measurement fingerprints</h2><table class="grid"><thead><tr><th>device</th><th>arch</th><th>driver</th>'
-      .. '<th>SM clock</th><th>memory clock</th><th>temperature</th><th>kevo commit</th><th>evaluations</th></tr></thead><tbody>'
+  add('<section><h2>Measurement fingerprints</h2><table '
+    .. 'class="grid"><thead><tr><th>device</th><th>arch</th><th>driver</th>'
+      .. '<th>SM clock</th><th>memory clock</th><th>temperature</th><th>kevo '
+        .. 'commit</th><th>evaluations</th></tr></thead><tbody>'
       .. fingerprints(m) .. "</tbody></table></section>")
 
-  add('<footer>Written by kevo report. Self-contained: no external resources. <span id="js-errors" data-errors="0"></span></footer>')
+  add('<footer>Written by kevo report. Self-contained: no external resources. <span '
+    .. 'id="js-errors" data-errors="0"></span></footer>')
 
   return table.concat{
     '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
+      .. "'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
     "<title>", esc(title), "</title>\n<style>", assets.css, "</style>\n",
     -- the error catcher comes first so it sees errors of the main script too
     "<script>", assets.errors_js, "</script>\n</head><body data-rendered=\"0\">\n",

@@ -6,12 +6,15 @@ local db = assert(archive.open(arg[1]))
 local run = math.tointeger(tonumber(arg[2]))
 local info = assert(db:run(run), "no run " .. tostring(run))
 local ids = {}
-local function h(s) local x = 0 for i = 1, #s do x = (x * 31 + s:byte(i)) % 1000000007 end return x end
+local function h(s) local x = 0 for i = 1,
+  #s do x = (x * 31 + s:byte(i)) % 1000000007 end return x end
 local n = 0
 for _, c in ipairs(db:candidates(run)) do
   n = n + 1
   if c.parent and c.parent ~= json.null then
-    assert(ids[c.parent], "candidate " .. c.id .. ": parent " .. tostring(c.parent) .. " is not an earlier candidate of the run")
+    assert(ids[c.parent],
+      "candidate " .. c.id .. ": parent " .. tostring(c.parent) ..
+      " is not an earlier candidate of the run")
   end
   ids[c.id] = true
   local knobs = type(c.knobs) == "string" and json.decode(c.knobs) or c.knobs or {}
@@ -23,7 +26,8 @@ for _, c in ipairs(db:candidates(run)) do
   local evs = db:evaluations(c.id)
   assert(#evs == 1, "candidate " .. c.id .. " has " .. #evs .. " evaluations")
   print(string.format("cand %s %s %s %s %s", c.origin, table.concat(kv, ","), h(c.source),
-                      evs[1].verdict, c.parent ~= nil and c.parent ~= json.null and "child" or "root"))
+                      evs[1].verdict,
+                      c.parent ~= nil and c.parent ~= json.null and "child" or "root"))
 end
 print("count " .. n)
 print("status " .. tostring(info.status))
