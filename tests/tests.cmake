@@ -39,6 +39,12 @@ foreach(t ${KEVO_INT_TESTS})
   set_tests_properties(integration/${n} PROPERTIES ENVIRONMENT "${KEVO_TEST_ENV}"
     LABELS "integration" SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
+# The Triton attack test checks that nothing on the whole filesystem was written by the
+# compile sandbox's user (nobody) while it ran: any other test compiling Triton at the same
+# time writes such files in its own work folder, so this one runs alone.
+if(TEST integration/test_triton_attacks)
+  set_tests_properties(integration/test_triton_attacks PROPERTIES RUN_SERIAL TRUE)
+endif()
 
 file(GLOB KEVO_GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.sh)
 foreach(t ${KEVO_GPU_TESTS})
