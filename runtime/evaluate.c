@@ -502,6 +502,69 @@ static void record_shapes(cJSON *res, const eval_shapes *shs, uint64_t seed) {
     cJSON_AddStringToObject(v, "seed", "secret");
 }
 
+/* judge's device step: the worker's device into the result. Returns non-zero when the result
+ * is already a verdict; a machine without a GPU fills nogpu instead (compiling goes on). */
+static int judge_device(evaluator *ev, cJSON *res, const cJSON **dev, char *nogpu, size_t cap) {
+  kevo_error err = {0};
+  int drc = evaluator_device(ev, dev, &err);
+  if (drc == KEVO_E_NOGPU) {
+    snprintf(nogpu, cap, "%s", err.msg);
+    return 0;
+  }
+  if (drc) {
+    set_verdict(res, "error", "verify", "%s", err.msg);
+    return 1;
+  }
+  cJSON *d = cJSON_AddObjectToObject(res, "device");
+  cJSON_AddItemToObject(d, "name", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "name"), 1));
+  cJSON_AddItemToObject(d, "cc", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "cc"), 1));
+  cJSON_AddItemToObject(d, "copy_gbps", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "copy_gbps"), 1));
+  return 0;
+}
+
+/* judge's reference step: the recipe's reference launch resolved into every shape's plan
+ * (module index ncand). Returns non-zero when the result is already a verdict. */
+static int reference_plans(evaluator *ev, cJSON *res, const eval_shapes *shs,
+                           const launch_device *ld, int ncand, cJSON *shapes) {
+  kevo_error err = {0};
+  const kevo_source *ref = &ev->recipe->reference;
+  chunk rc_chunk = {ref->launch, ref->launch ? strlen(ref->launch) : 0, ev->recipe->path,
+                    ref->launch_line, ref->lang};
+  if (!ref->launch) {
+    launch_block lb;
+    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &lb, &err)) {
+      set_verdict(res, "error", "compile", "the recipe's reference: %s: %s", ref->file, err.msg);
+      return 1;
+    }
+    rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
+  }
+  recipe_knobs ks;
+  recipe_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
+  int lrc = resolve_plans(ev->recipe, shs->s, shs->n, &rc_chunk, ks.d, ks.n, ld, ncand, ev->ref_mod,
+                          shapes, "reference", &err);
+  recipe_knobs_free(&ks);
+  if (lrc) {
+    set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
+    return 1;
+  }
+  return 0;
+}
+
+/* judge's last step: the worker's reply into the result (frees it), the shapes recorded, and
+ * the run's incumbent (what racing compares with) moved when this candidate beat it. */
+static void judge_reply(evaluator *ev, cJSON *res, kevo_frame *reply, const cJSON *dev,
+                        const eval_shapes *shs, uint64_t seed) {
+  eval_merge_reply(res, reply->header, dev);
+  kevo_frame_free(reply);
+  record_shapes(res, shs, seed);
+  const cJSON *bn = cJSON_GetObjectItem(res, "bench");
+  double med = eval_jnum(bn, "median_ms");
+  if (cJSON_IsTrue(cJSON_GetObjectItem(res, "ok")) && med > 0 &&
+      !cJSON_IsTrue(cJSON_GetObjectItem(bn, "raced")) &&
+      (ev->incumbent_ms <= 0 || med < ev->incumbent_ms))
+    ev->incumbent_ms = med;
+}
+
 /* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
  * of memory). */
 static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
@@ -527,20 +590,8 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
   }
 
   const cJSON *dev = NULL;
-  int drc = evaluator_device(ev, &dev, &err);
   char nogpu[1024] = "";
-  if (drc == KEVO_E_NOGPU) {
-    snprintf(nogpu, sizeof nogpu, "%s", err.msg);
-  } else if (drc) {
-    set_verdict(res, "error", "verify", "%s", err.msg);
-    goto done;
-  } else {
-    cJSON *d = cJSON_AddObjectToObject(res, "device");
-    cJSON_AddItemToObject(d, "name", cJSON_Duplicate(cJSON_GetObjectItem(dev, "name"), 1));
-    cJSON_AddItemToObject(d, "cc", cJSON_Duplicate(cJSON_GetObjectItem(dev, "cc"), 1));
-    cJSON_AddItemToObject(d, "copy_gbps",
-                          cJSON_Duplicate(cJSON_GetObjectItem(dev, "copy_gbps"), 1));
-  }
+  if (judge_device(ev, res, &dev, nogpu, sizeof nogpu)) goto done;
   launch_device ld;
   eval_device_of(dev, &ld);
 
@@ -587,25 +638,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     wrc = torch_request(ev, req, blobs, (size_t)ncand, deadline, &reply, &err);
     goto judged;
   }
-  const kevo_source *ref = &ev->recipe->reference;
-  chunk rc_chunk = {ref->launch, ref->launch ? strlen(ref->launch) : 0, ev->recipe->path,
-                    ref->launch_line, ref->lang};
-  if (!ref->launch) {
-    launch_block lb;
-    if (launch_extract(ref->lang, ev->ref_src.data, ev->ref_src.len, &lb, &err)) {
-      set_verdict(res, "error", "compile", "the recipe's reference: %s: %s", ref->file, err.msg);
-      goto done;
-    }
-    rc_chunk = (chunk){lb.text, lb.len, ref->file, lb.line, ref->lang};
-  }
-  recipe_knobs_fill(ref->lang, NULL, 0, ev->ref_src.data, ev->ref_src.len, ev->recipe, &ks);
-  lrc = resolve_plans(ev->recipe, shs.s, shs.n, &rc_chunk, ks.d, ks.n, &ld, ncand, ev->ref_mod,
-                      shapes, "reference", &err);
-  recipe_knobs_free(&ks);
-  if (lrc) {
-    set_verdict(res, "error", "compile", "the recipe's reference launch: %s", err.msg);
-    goto done;
-  }
+  if (reference_plans(ev, res, &shs, &ld, ncand, shapes)) goto done;
 
   blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
   wrc = evalclient_request(ev->client, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
@@ -620,15 +653,7 @@ judged:
   } else if (wrc) {
     set_verdict(res, "error", "verify", "%s", err.msg);
   } else {
-    eval_merge_reply(res, reply.header, dev);
-    kevo_frame_free(&reply);
-    record_shapes(res, &shs, seed);
-    const cJSON *bn = cJSON_GetObjectItem(res, "bench");
-    double med = eval_jnum(bn, "median_ms");
-    if (cJSON_IsTrue(cJSON_GetObjectItem(res, "ok")) && med > 0 &&
-        !cJSON_IsTrue(cJSON_GetObjectItem(bn, "raced")) &&
-        (ev->incumbent_ms <= 0 || med < ev->incumbent_ms))
-      ev->incumbent_ms = med;
+    judge_reply(ev, res, &reply, dev, &shs, seed);
   }
 
 done:

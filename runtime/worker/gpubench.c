@@ -229,6 +229,96 @@ static int check_reps(wk_eval *e, bench_state *b, int nwarm) {
   return rc;
 }
 
+/* What the timing loop gathered, for bench_report. */
+typedef struct {
+  const double *tc, *tr, *alone; /* candidate, interleaved reference, reference alone (ms) */
+  int *clk;                      /* SM clock samples (MHz); sorted by bench_report */
+  int n, nclk, nalone, temp_max, raced;
+  double wall, bytes, flops, race_ms;
+} bench_samples;
+
+/* The bench's result object from what the timing loop gathered (m): times, the reference's
+ * drift, the roofline and the physical floor. Returns -1 (verdict implausible) for a median
+ * under the floor, else 0. */
+static int bench_report(wk_eval *e, const bench_state *b, const bench_samples *m) {
+  kevo_gpu *g = e->g;
+  summary sc = summarize(m->tc, m->n), sr = summarize(m->tr, m->n),
+          sa = summarize(m->alone, m->nalone);
+  qsort(m->clk, (size_t)m->nclk, sizeof *m->clk, cmp_int);
+  int mid_clk = m->nclk ? m->clk[m->nclk / 2] : -1;
+  const char *floor_unit = "";
+  double floor_peak = m->flops > 0 ? floor_peak_tflops(e, &floor_unit) : 0;
+  double floor_ms = 0;
+  if (m->bytes > 0 && g->copy_gbps > 0) floor_ms = m->bytes / (g->copy_gbps * 1e9) * 1e3;
+  if (floor_peak > 0 && m->flops / (floor_peak * 1e12) * 1e3 > floor_ms)
+    floor_ms = m->flops / (floor_peak * 1e12) * 1e3;
+  cJSON *bo = e->bench = cJSON_CreateObject();
+  add(bo, "median_ms", sc.median, 1e6);
+  add(bo, "min_ms", sc.min, 1e6);
+  add(bo, "p10_ms", sc.p10, 1e6);
+  add(bo, "p90_ms", sc.p90, 1e6);
+  add(bo, "rse", sc.rse, 1e6);
+  cJSON_AddNumberToObject(bo, "reps", m->n);
+  cJSON_AddNumberToObject(bo, "input_sets", b->nrot);
+  if (m->race_ms > 0) {
+    cJSON_AddBoolToObject(bo, "raced", m->raced);
+    add(bo, "race_ms", m->race_ms, 1e6);
+  }
+  if (b->s->ref.nk) { /* else the driver adds the external reference's own timings */
+    add(bo, "ref_median_ms", sr.median, 1e6);
+    add(bo, "ref_rse", sr.rse, 1e6);
+    add(bo, "ref_alone_ms", sa.median, 1e6);
+    /* a reference slower among the candidate's reps than alone: something the candidate left
+     * behind slows it. The speed-up is then against its time alone, and the result says so. */
+    double drift = sa.median > 0 ? sr.median / sa.median - 1 : 0;
+    double noise = fmax(0.05, 3 * (sr.rse + sa.rse));
+    add(bo, "ref_drift_pct", 100 * drift, 100);
+    double ref_ms = sr.median;
+    if (drift > noise) {
+      ref_ms = sa.median;
+      cJSON_AddStringToObject(bo, "ref_drift",
+                              "the reference ran slower between the candidate's repetitions "
+                              "than alone: the speed-up is against its time alone");
+    }
+    add(bo, "speedup", sc.median > 0 ? ref_ms / sc.median : 0, 1e4);
+  }
+  cJSON_AddNumberToObject(bo, "sm_clock_mhz", mid_clk);
+  cJSON_AddNumberToObject(bo, "temp_c", m->temp_max);
+  cJSON_AddNumberToObject(bo, "bytes", m->bytes);
+  cJSON_AddNumberToObject(bo, "flops", m->flops);
+  double secs = sc.median * 1e-3;
+  add(bo, "gbps", secs > 0 ? m->bytes / secs / 1e9 : 0, 10);
+  add(bo, "tflops", secs > 0 ? m->flops / secs / 1e12 : 0, 1e3);
+  /* the roofline: the slower of moving the bytes at the copy bandwidth and doing the flops at
+   * the compute peak for the inputs' dtype, as a share of the measured time */
+  const char *unit = "";
+  double peak = m->flops > 0 ? compute_peak_tflops(e, &unit) : 0;
+  double mem_ms = g->copy_gbps > 0 ? m->bytes / (g->copy_gbps * 1e9) * 1e3 : 0;
+  double math_ms = peak > 0 ? m->flops / (peak * 1e12) * 1e3 : 0;
+  add(bo, "roofline_pct", sc.median > 0 ? 100 * fmax(mem_ms, math_ms) / sc.median : 0, 10);
+  cJSON_AddStringToObject(bo, "bound", math_ms > mem_ms ? "compute" : "memory");
+  if (peak > 0) {
+    add(bo, "peak_tflops", peak, 10);
+    cJSON_AddStringToObject(bo, "peak_of", unit);
+  }
+  add(bo, "floor_ms", floor_ms, 1e6);
+  if (floor_peak > 0) {
+    add(bo, "floor_tflops", floor_peak, 10);
+    cJSON_AddStringToObject(bo, "floor_of", floor_unit);
+  }
+  cJSON_AddBoolToObject(bo, "l2_flush", b->o->l2_flush);
+  add(bo, "wall_ms", m->wall, 10);
+  if (floor_ms > 0 && sc.median < 0.9 * floor_ms) {
+    wk_fail(e, "implausible", "bench",
+            "median %.4f ms is under 0.9x the physical floor of %.4f ms (%.0f bytes at the "
+            "measured copy bandwidth of %.0f GB/s, %.0f flops at %.0f TFLOP/s, %s): "
+            "quarantined, check the recipe's cost or the timing",
+            sc.median, floor_ms, m->bytes, g->copy_gbps, m->flops, floor_peak, floor_unit);
+    return -1;
+  }
+  return 0;
+}
+
 int wk_bench(wk_eval *e, wk_shape *s) {
   kevo_gpu *g = e->g;
   const cJSON *bj = cJSON_GetObjectItemCaseSensitive(e->req, "bench");
@@ -300,79 +390,20 @@ int wk_bench(wk_eval *e, wk_shape *s) {
   double wall = wk_now_ms() - t0;
   /* every rep, warm-up included, gave its set's verified outputs and left its inputs alone */
   if (check_reps(e, &b, nwarm)) goto out;
-  summary sc = summarize(tc, n), sr = summarize(tr, n), sa = summarize(alone, nalone);
-  qsort(clk, (size_t)nclk, sizeof *clk, cmp_int);
-  int mid_clk = nclk ? clk[nclk / 2] : -1;
-  const char *floor_unit = "";
-  double floor_peak = flops > 0 ? floor_peak_tflops(e, &floor_unit) : 0;
-  double floor_ms = 0;
-  if (bytes > 0 && g->copy_gbps > 0) floor_ms = bytes / (g->copy_gbps * 1e9) * 1e3;
-  if (floor_peak > 0 && flops / (floor_peak * 1e12) * 1e3 > floor_ms)
-    floor_ms = flops / (floor_peak * 1e12) * 1e3;
-  cJSON *bo = e->bench = cJSON_CreateObject();
-  add(bo, "median_ms", sc.median, 1e6);
-  add(bo, "min_ms", sc.min, 1e6);
-  add(bo, "p10_ms", sc.p10, 1e6);
-  add(bo, "p90_ms", sc.p90, 1e6);
-  add(bo, "rse", sc.rse, 1e6);
-  cJSON_AddNumberToObject(bo, "reps", n);
-  cJSON_AddNumberToObject(bo, "input_sets", b.nrot);
-  if (race_ms > 0) {
-    cJSON_AddBoolToObject(bo, "raced", raced);
-    add(bo, "race_ms", race_ms, 1e6);
-  }
-  if (s->ref.nk) { /* else the driver adds the external reference's own timings */
-    add(bo, "ref_median_ms", sr.median, 1e6);
-    add(bo, "ref_rse", sr.rse, 1e6);
-    add(bo, "ref_alone_ms", sa.median, 1e6);
-    /* a reference slower among the candidate's reps than alone: something the candidate left
-     * behind slows it. The speed-up is then against its time alone, and the result says so. */
-    double drift = sa.median > 0 ? sr.median / sa.median - 1 : 0;
-    double noise = fmax(0.05, 3 * (sr.rse + sa.rse));
-    add(bo, "ref_drift_pct", 100 * drift, 100);
-    double ref_ms = sr.median;
-    if (drift > noise) {
-      ref_ms = sa.median;
-      cJSON_AddStringToObject(bo, "ref_drift",
-                              "the reference ran slower between the candidate's repetitions "
-                              "than alone: the speed-up is against its time alone");
-    }
-    add(bo, "speedup", sc.median > 0 ? ref_ms / sc.median : 0, 1e4);
-  }
-  cJSON_AddNumberToObject(bo, "sm_clock_mhz", mid_clk);
-  cJSON_AddNumberToObject(bo, "temp_c", temp_max);
-  cJSON_AddNumberToObject(bo, "bytes", bytes);
-  cJSON_AddNumberToObject(bo, "flops", flops);
-  double secs = sc.median * 1e-3;
-  add(bo, "gbps", secs > 0 ? bytes / secs / 1e9 : 0, 10);
-  add(bo, "tflops", secs > 0 ? flops / secs / 1e12 : 0, 1e3);
-  /* the roofline: the slower of moving the bytes at the copy bandwidth and doing the flops at
-   * the compute peak for the inputs' dtype, as a share of the measured time */
-  const char *unit = "";
-  double peak = flops > 0 ? compute_peak_tflops(e, &unit) : 0;
-  double mem_ms = g->copy_gbps > 0 ? bytes / (g->copy_gbps * 1e9) * 1e3 : 0;
-  double math_ms = peak > 0 ? flops / (peak * 1e12) * 1e3 : 0;
-  add(bo, "roofline_pct", sc.median > 0 ? 100 * fmax(mem_ms, math_ms) / sc.median : 0, 10);
-  cJSON_AddStringToObject(bo, "bound", math_ms > mem_ms ? "compute" : "memory");
-  if (peak > 0) {
-    add(bo, "peak_tflops", peak, 10);
-    cJSON_AddStringToObject(bo, "peak_of", unit);
-  }
-  add(bo, "floor_ms", floor_ms, 1e6);
-  if (floor_peak > 0) {
-    add(bo, "floor_tflops", floor_peak, 10);
-    cJSON_AddStringToObject(bo, "floor_of", floor_unit);
-  }
-  cJSON_AddBoolToObject(bo, "l2_flush", o.l2_flush);
-  add(bo, "wall_ms", wall, 10);
-  if (floor_ms > 0 && sc.median < 0.9 * floor_ms) {
-    wk_fail(e, "implausible", "bench",
-            "median %.4f ms is under 0.9x the physical floor of %.4f ms (%.0f bytes at the "
-            "measured copy bandwidth of %.0f GB/s, %.0f flops at %.0f TFLOP/s, %s): "
-            "quarantined, check the recipe's cost or the timing",
-            sc.median, floor_ms, bytes, g->copy_gbps, flops, floor_peak, floor_unit);
-    goto out;
-  }
+  bench_samples m = {.tc = tc,
+                     .tr = tr,
+                     .alone = alone,
+                     .clk = clk,
+                     .n = n,
+                     .nclk = nclk,
+                     .nalone = nalone,
+                     .temp_max = temp_max,
+                     .raced = raced,
+                     .wall = wall,
+                     .bytes = bytes,
+                     .flops = flops,
+                     .race_ms = race_ms};
+  if (bench_report(e, &b, &m)) goto out;
   rc = 0;
 out:
   if (b.digests) DRV->cuMemFree(b.digests);
