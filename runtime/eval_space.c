@@ -1,4 +1,4 @@
-/* evalspace.c: a recipe seed's knob space checked without a GPU (evaluate.h
+/* eval_space.c: a recipe seed's knob space checked without a GPU (evaluate.h
  * evaluator_check_space): every value of every knob must make a launch. */
 #include "buf.h"
 #include "evaluate.h"
