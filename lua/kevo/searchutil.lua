@@ -63,6 +63,26 @@ local function knob_value(v)
 end
 M.knob_value = knob_value
 
+-- Calls fn(knobs) for every point of an ordered space ({{name=, values=}, ...}), the last knob
+-- varying fastest.
+function M.each_point(space, fn)
+  local idx = {}
+  for i = 1, #space do idx[i] = 1 end
+  while true do
+    local k = {}
+    for i, knob in ipairs(space) do k[knob.name] = knob.values[idx[i]] end
+    fn(k)
+    local i = #space
+    while i >= 1 do
+      idx[i] = idx[i] + 1
+      if idx[i] <= #space[i].values then break end
+      idx[i] = 1
+      i = i - 1
+    end
+    if i < 1 then return end
+  end
+end
+
 -- Normalizes a space given as an ordered list {{name=, values=}} or a map {NAME = {values}}
 -- (sorted by name) into the ordered list form.
 function M.normalize_space(space)

@@ -20,23 +20,7 @@ local function check(cond, fmt, ...)
   if not cond then fails = fails + 1; print("FAIL " .. string.format(fmt, ...)) end
 end
 
-local function each_point(space, fn)
-  local idx = {}
-  for i = 1, #space do idx[i] = 1 end
-  while true do
-    local k = {}
-    for i, knob in ipairs(space) do k[knob.name] = knob.values[idx[i]] end
-    fn(k)
-    local i = #space
-    while i >= 1 do
-      idx[i] = idx[i] + 1
-      if idx[i] <= #space[i].values then break end
-      idx[i] = 1
-      i = i - 1
-    end
-    if i < 1 then return end
-  end
-end
+local each_point = require("kevo.searchutil").each_point
 
 local names = {}
 for f in io.popen("ls " .. src .. "/recipes/*.yaml"):lines() do names[#names + 1] = f end
