@@ -43,6 +43,42 @@ int kevo_buf_append(kevo_buf *b, const void *p, size_t n) {
   return KEVO_OK;
 }
 
+/* Length of the valid UTF-8 sequence at u[0..n), or 0 if it is not one (overlong forms and
+ * surrogates are let through: a terminal shows them as replacement characters). */
+static size_t utf8_seq(const unsigned char *u, size_t n) {
+  size_t len = u[0] < 0xc2 ? 0 : u[0] < 0xe0 ? 2 : u[0] < 0xf0 ? 3 : u[0] < 0xf5 ? 4 : 0;
+  if (!len || len > n) return 0;
+  for (size_t k = 1; k < len; k++)
+    if ((u[k] & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+int kevo_buf_put_printable(kevo_buf *b, const char *s, size_t n) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t run = 0, i = 0; /* run: bytes before i not yet appended */
+  while (i < n) {
+    unsigned c = u[i];
+    size_t len = c < 0x80 ? 1 : utf8_seq(u + i, n - i);
+    int ctl = (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f;
+    int c1 = len == 2 && c == 0xc2 && u[i + 1] <= 0x9f; /* U+0080..U+009F */
+    int bidi = len == 3 && c == 0xe2 && /* U+202A..U+202E, U+2066..U+2069: reorder the line */
+               ((u[i + 1] == 0x80 && u[i + 2] >= 0xaa && u[i + 2] <= 0xae) ||
+                (u[i + 1] == 0x81 && u[i + 2] >= 0xa6 && u[i + 2] <= 0xa9));
+    if (len && !ctl && !c1 && !bidi) {
+      run += len;
+      i += len;
+      continue;
+    }
+    if (kevo_buf_append(b, s + i - run, run)) return KEVO_E_NOMEM;
+    run = 0;
+    size_t bad = bidi ? 3 : c1 ? 2 : 1; /* or a byte that starts no valid sequence */
+    for (size_t k = 0; k < bad; k++)
+      if (kevo_buf_printf(b, "\\%03o", u[i + k])) return KEVO_E_NOMEM;
+    i += bad;
+  }
+  return kevo_buf_append(b, s + n - run, run);
+}
+
 int kevo_buf_puts(kevo_buf *b, const char *s) {
   return kevo_buf_append(b, s, strlen(s));
 }

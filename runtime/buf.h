@@ -20,6 +20,13 @@ void kevo_buf_init(kevo_buf *b, size_t cap);
 int kevo_buf_append(kevo_buf *b, const void *p, size_t n);
 int kevo_buf_puts(kevo_buf *b, const char *s);
 int kevo_buf_printf(kevo_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s[0..n) with every byte a terminal would act on made visible: C0 controls other than
+ * tab and newline (ESC, CR, BS, ...), DEL, UTF-8 encoded C1 controls (U+0080..U+009F, 8-bit
+ * CSI among them), the bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069)
+ * and bytes that start no valid UTF-8 sequence become "\ooo" escapes of their bytes. For text kevo
+ * shows but did not write (a strategy's log lines and descriptions, a model's or a file's words),
+ * so none of it can move the cursor, rewrite a line or retitle the user's terminal. */
+int kevo_buf_put_printable(kevo_buf *b, const char *s, size_t n);
 void kevo_buf_reset(kevo_buf *b);
 /* Hands the data to the caller (who frees it) and leaves the buffer empty. */
 char *kevo_buf_steal(kevo_buf *b, size_t *len);

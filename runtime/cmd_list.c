@@ -107,6 +107,16 @@ static void list_strategies(cJSON *array) {
   free(entries);
 }
 
+/* Prints s with its terminal controls escaped (names and descriptions come from files anyone
+ * may have written), padded to `width` columns when width > 0. */
+static void put_text(const char *s, int width) {
+  kevo_buf b;
+  kevo_buf_init(&b, 0);
+  const char *t = kevo_buf_put_printable(&b, s, strlen(s)) ? "?" : (b.data ? b.data : "");
+  printf("%-*s", width, t);
+  kevo_buf_free(&b);
+}
+
 static void print_text(const cJSON *recipes, const cJSON *strategies) {
   const cJSON *it;
   int width = 8;
@@ -122,17 +132,28 @@ static void print_text(const cJSON *recipes, const cJSON *strategies) {
   if (!cJSON_GetArraySize(recipes)) printf("  (none yet)\n");
   cJSON_ArrayForEach(it, recipes) {
     const cJSON *err = cJSON_GetObjectItem(it, "error");
-    printf("  %-*s  %s\n", width, cJSON_GetObjectItem(it, "name")->valuestring,
-           err ? "(does not load: run kevo check on it)"
-               : cJSON_GetObjectItem(it, "summary")->valuestring);
+    printf("  ");
+    put_text(cJSON_GetObjectItem(it, "name")->valuestring, width);
+    printf("  ");
+    put_text(err ? "(does not load: run kevo check on it)"
+                 : cJSON_GetObjectItem(it, "summary")->valuestring,
+             0);
+    printf("\n");
   }
   printf("\nstrategies:\n");
   if (!cJSON_GetArraySize(strategies)) printf("  (none yet)\n");
   cJSON_ArrayForEach(it, strategies) {
     const char *src = cJSON_GetObjectItem(it, "source")->valuestring;
-    printf("  %-*s  %s%s%s%s\n", width, cJSON_GetObjectItem(it, "name")->valuestring,
-           cJSON_GetObjectItem(it, "description")->valuestring, strcmp(src, "embedded") ? " (" : "",
-           strcmp(src, "embedded") ? src : "", strcmp(src, "embedded") ? ")" : "");
+    printf("  ");
+    put_text(cJSON_GetObjectItem(it, "name")->valuestring, width);
+    printf("  ");
+    put_text(cJSON_GetObjectItem(it, "description")->valuestring, 0);
+    if (strcmp(src, "embedded")) {
+      printf(" (");
+      put_text(src, 0);
+      printf(")");
+    }
+    printf("\n");
   }
 }
 

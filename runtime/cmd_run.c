@@ -74,14 +74,23 @@ static int host_write_file(lua_State *L) {
   return 1;
 }
 
-/* progress(line): on a terminal, redraws one line in place; otherwise prints it. */
+/* progress(line): on a terminal, redraws one line in place; otherwise prints it. The line
+ * carries a strategy's words (notes, knobs), so its terminal controls are escaped. */
 static int host_progress(lua_State *L) {
-  const char *line = luaL_checkstring(L, 1);
+  size_t len;
+  const char *line = luaL_checklstring(L, 1, &len);
+  kevo_buf b;
+  kevo_buf_init(&b, 0);
+  if (kevo_buf_put_printable(&b, line, len)) {
+    kevo_buf_free(&b);
+    return luaL_error(L, "progress: out of memory");
+  }
   if (isatty(STDERR_FILENO))
-    fprintf(stderr, "\r%s\033[K", line);
+    fprintf(stderr, "\r%s\033[K", b.data ? b.data : "");
   else
-    fprintf(stderr, "%s\n", line);
+    fprintf(stderr, "%s\n", b.data ? b.data : "");
   fflush(stderr);
+  kevo_buf_free(&b);
   return 0;
 }
 

@@ -17,6 +17,7 @@
 local json = require "kevo.json"
 local search = require "kevo.search"
 local rngmod = require "kevo.rng"
+local printable = require("kevo.sys").printable
 
 local M = {}
 
@@ -73,8 +74,10 @@ function Session:pump_stderr()
   self.partial = text:sub(last, last + 4000)
 end
 
+-- Every line the strategy writes (log messages, stderr) passes here on its way to the user's
+-- terminal and the run's log: cut, and with its terminal controls made visible.
 function Session:log(line)
-  line = #line > 4000 and (line:sub(1, 4000) .. "...") or line
+  line = printable(#line > 4000 and (line:sub(1, 4000) .. "...") or line)
   self:tail_add(line)
   if self.on_log then self.on_log(line) end
 end

@@ -820,8 +820,12 @@ function M.execute(cfg, host)
   local ok, err = pcall(strat.run, ctx, r.sopts)
   return finish(r, ctx, cfg, host, ok, err)
 end
--- Prints the summary on stdout and writes the best kernel; returns the exit code.
+-- Prints the summary on stdout and writes the best kernel; returns the exit code. Its lines
+-- carry a strategy's words (the reason it stopped, knob values), so each is printed with its
+-- terminal controls escaped.
 function M.summary(ctx, s)
+  local printable = require("kevo.sys").printable
+  local function print(line) _G.print(printable(line)) end
   local ok, compiled, failed = 0, 0, {}
   for _, e in ipairs(ctx._entries) do
     if e.ok then ok = ok + 1 end

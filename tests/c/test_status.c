@@ -25,6 +25,30 @@ int main(void) {
   CHECK(strcmp(b.data, "hello12345") == 0);
   kevo_buf_free(&b);
 
+  /* printable: terminal controls, 8-bit CSI, bidi overrides and broken UTF-8 become \ooo;
+   * text, tabs, newlines and valid UTF-8 (é, ✓) pass as they are */
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"plain\ttext\n", "plain\ttext\n"},
+      {"\x1b[2Jx\r\a\b\x7f", "\\033[2Jx\\015\\007\\010\\177"},
+      {"caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"},
+      {"\xc2\x9b"
+       "31m",
+       "\\302\\23331m"},
+      {"a\xe2\x80\xae"
+       "b\xe2\x81\xa6"
+       "c",
+       "a\\342\\200\\256b\\342\\201\\246c"},
+      {"\xff\xc3(\xe2\x9c", "\\377\\303(\\342\\234"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kevo_buf_init(&b, 0);
+    CHECK(kevo_buf_put_printable(&b, cases[i].in, strlen(cases[i].in)) == KEVO_OK);
+    CHECK(b.data && strcmp(b.data, cases[i].out) == 0);
+    kevo_buf_free(&b);
+  }
+
   kevo_buf_init(&b, 0);
   CHECK(kevo_read_file("/nonexistent/file", &b, &err) == KEVO_E_IO);
   CHECK_STR_CONTAINS(err.msg, "/nonexistent/file");

@@ -110,6 +110,9 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
     [ -n "$w" ] && ! grep -qF -- "$w" "$dir/log" && bad="$bad output lacks '$w';"
   done < <(sed -n 's/^-- want: *//p' "$file")
   grep -q ESCAPED "$dir/log" && bad="$bad ESCAPED;"
+  # nothing a strategy writes may drive the terminal: no ESC, CR, BS or BEL byte, no 8-bit
+  # CSI, no bidi override in what kevo printed
+  LC_ALL=C grep -qP '[\x1b\x07\x08\r]|\xc2\x9b|\xe2\x80\xae' "$dir/log" && bad="$bad terminal controls printed raw;"
   # the run's own time (its summary line, from the run's start) within the budget + 2 s; the
   # whole command's within that plus kevo's start and finish (and 1 s for a loaded machine)
   ran=$(sed -n 's/^run [0-9]* [a-z]*: .*, \([0-9.]*\) s\( \[.*\]\)\{0,1\}$/\1/p' "$dir/log" | head -1)
@@ -129,6 +132,16 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
     printf 'ok   %-28s exit %s in %.1fs (run %ss), run %s\n' "$name" "$rc" "$took" "${ran:-?}" "$status"
   fi
 done
+# kevo list shows strategy files anyone may have written: names and first lines with terminal
+# controls in them are shown escaped
+mkdir -p "$tmp/list/strategies"
+printf -- '-- x: \033]0;pwned\007\033[2Jhidden\r\n' > "$tmp/list/strategies/$(printf 'e\033[31mvil').lua"
+(cd "$tmp/list" && "$KEVO" list > "$tmp/list/log" 2>&1)
+if LC_ALL=C grep -qP '[\x1b\x07\r]' "$tmp/list/log" || ! grep -qF 'e\033[31mvil' "$tmp/list/log"; then
+  echo "FAIL: kevo list printed terminal controls raw:"; cat -v "$tmp/list/log" | tail -5; fail=1
+else
+  echo "ok   kevo list escapes the terminal controls in strategy names and descriptions"
+fi
 if [ -s "$tmp/canary.log" ]; then echo "FAIL: the canary got requests:"; cat "$tmp/canary.log"; fail=1; fi
 [ -n "${ESCAPE_ONLY:-}" ] || [ "$n" -ge 25 ] || { echo "FAIL: only $n cases in the corpus"; fail=1; }
 echo "$n cases; canary on port $port untouched: $([ -s "$tmp/canary.log" ] && echo no || echo yes)"
