@@ -5,6 +5,7 @@
 #include "gpudevice.h"
 #include "gpueval.h"
 #include "gpuextref.h"
+#include "gpuprofile.h"
 #include "proto.h"
 #include "registry.h"
 
@@ -44,14 +45,18 @@ static cJSON *no_gpu_result(const char *why) {
 
 static int worker_main(int argc, char **argv) {
   int ordinal = 0;
+  const char *replay = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       ordinal = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--profile-replay") && i + 1 < argc) {
+      replay = argv[++i]; /* the profile stage's child, run under ncu (gpuprofile.c) */
     } else {
       fprintf(stderr, "usage: kevo worker [--device N]\n");
       return KEVO_EXIT_USAGE;
     }
   }
+  if (replay) return kevo_gpu_profile_replay(replay, ordinal);
   pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) return KEVO_EXIT_FAILED; /* the parent died before prctl */
@@ -102,6 +107,8 @@ static int worker_main(int argc, char **argv) {
     } else if (!strcmp(op, "evaluate")) {
       msg = gpu ? kevo_gpu_evaluate(gpu, f.header, f.blobs, f.nblobs, &fatal)
                 : no_gpu_result(gerr.msg);
+    } else if (!strcmp(op, "profile")) { /* a child of its own opens the device */
+      msg = kevo_gpu_profile(ordinal, f.header, f.blobs, f.nblobs);
     } else if (!gpu && needs_gpu) { /* inputs, put_reference */
       msg = kevo_gpu_error_reply("E_NOGPU", gerr.msg);
     } else if (!strcmp(op, "inputs")) {
@@ -131,6 +138,7 @@ const struct kevo_command kevo_cmd_worker = {
     "worker", "the evaluator process that owns a GPU (started by kevo itself)",
     "usage: kevo worker [--device N]\n\n"
     "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
-    "evaluate, inputs, put_reference, bye. Not meant to be run by hand: the driver starts one\n"
+    "evaluate, inputs, put_reference, profile, bye. Not meant to be run by hand: the driver starts "
+    "one\n"
     "per GPU.\n",
     worker_main, 1};

@@ -8,6 +8,7 @@
 
 /* The toolkit's cuda.h (driver API types). */
 #include <cuda.h>
+#include <cudaProfiler.h> /* cuProfilerStart/Stop: what ncu profiles (gpuprofile.c) */
 #ifndef CUDA_VERSION
 #error "the CUDA toolkit's cuda.h was not found"
 #endif
@@ -55,6 +56,8 @@
   X(cuEventRecord)                                                                                 \
   X(cuEventSynchronize)                                                                            \
   X(cuEventElapsedTime)                                                                            \
+  X(cuProfilerStart)                                                                               \
+  X(cuProfilerStop)                                                                                \
   X(cuGetErrorName)                                                                                \
   X(cuGetErrorString)
 

@@ -175,6 +175,7 @@ typedef struct wk_eval {
   uint64_t key;          /* the digest key of this evaluation (getrandom), never in a request */
   int external;          /* reference outputs come from the cache only (put_reference), no plan */
   int no_modules;        /* inputs / put_reference: no modules, no plans */
+  int no_plans;          /* profile: modules, but the shape's own plans are not read; set 0 only */
   const char *cur_stage; /* "verify" or "bench": where a CUDA failure is reported */
   /* result */
   const char *verdict, *stage;
@@ -238,5 +239,8 @@ void wk_unload(wk_eval *e);
  * the sets verification needs) and resolves both its plans. */
 int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets);
 void wk_shape_teardown(wk_eval *e, wk_shape *s);
+/* Resolves one plan of shape s (cand: a candidate's, from candidate modules only): scratch
+ * buffers, functions, shared-memory opt-in, arguments. */
+int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand);
 
 #endif

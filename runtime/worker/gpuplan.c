@@ -283,8 +283,7 @@ static int set_arg(const cJSON *a, wk_arg *out, void **p, signed char *tensor, w
   return 0;
 }
 
-/* Resolves one plan of shape s: scratch buffers, functions, shared-memory opt-in, arguments. */
-static int prepare_plan(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand) {
+int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand) {
   const char *who = cand ? "candidate" : "reference";
   const char *bad = cand ? "launch_error" : "error";
   const cJSON *scratch = field(pj, "scratch"), *ks = field(pj, "kernels"), *x;
@@ -387,7 +386,7 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
       snprintf(b->name, sizeof b->name, "%s", t->name);
       b->numel = s->numel[i];
       /* sets a shape does not use stay unallocated; outputs: none for the inputs op */
-      int used = k == 0 || (!e->no_modules && (k >= WK_SET_AGAIN || k < nsets - 2));
+      int used = k == 0 || (!e->no_modules && !e->no_plans && (k >= WK_SET_AGAIN || k < nsets - 2));
       if (!used || (t->output && e->no_modules)) continue;
       char what[256];
       snprintf(what, sizeof what, "tensor %s", t->name);
@@ -395,9 +394,9 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
       if (alloc_buf(e, b, s->numel[i] * wk_dtype_size(t->dt) + 256, what, 0)) return -1;
     }
   }
-  if (e->no_modules) return 0;
-  if (!e->external && prepare_plan(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
-  return prepare_plan(e, s, field(spec, "candidate"), &s->cand, 1);
+  if (e->no_modules || e->no_plans) return 0;
+  if (!e->external && wk_plan_prepare(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
+  return wk_plan_prepare(e, s, field(spec, "candidate"), &s->cand, 1);
 }
 
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {

@@ -1,0 +1,354 @@
+/* gpuprofile.c: the profile stage (docs/profile.md). The worker does not profile in its own
+ * process: it hands the request to a replay child (`kevo worker --profile-replay DIR`) run
+ * under Nsight Compute, so the counters' set-up, kernel replay and the profiler's own failures
+ * never touch the worker's context or a timed measurement. One ncu run serves a whole batch of
+ * plans (the reference and several candidates): ncu's start-up is most of its cost.
+ *
+ * The child, step by step (kevo_gpu_profile_replay):
+ *   1. read the request, open the device, load the modules;
+ *   2. allocate the shape's tensors once and draw its inputs (trial 0), profiler off;
+ *   3. resolve every plan; cuProfilerStart; run each once, in order; cuProfilerStop;
+ *   4. write the manifest: how many kernels each plan launched, or why it did not.
+ * The parent matches ncu's kernels, in order, against the manifest. */
+#include "gpuprofile.h"
+#include "gpudevice.h"
+#include "gpueval_int.h"
+#include "gpuncu.h"
+
+#include <cjson/cJSON.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DRV (&e->g->drv)
+
+enum { MAX_PLANS = 64, TEXT_CAP = 32 << 20 };
+
+/* ---- the replay child ------------------------------------------------------------------- */
+
+static void manifest_write(const char *dir, cJSON *m) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/manifest", dir);
+  char *text = cJSON_PrintUnformatted(m);
+  FILE *f = fopen(path, "w");
+  if (f && text) fputs(text, f);
+  if (f) fclose(f);
+  free(text);
+}
+
+/* Records why a plan did not run and clears the evaluation's failure, so the next plan runs. */
+static void plan_error(wk_eval *e, cJSON *entry) {
+  cJSON_AddStringToObject(entry, "error", e->message[0] ? e->message : "failed");
+  e->verdict = NULL;
+  e->stage = NULL;
+  e->message[0] = '\0';
+}
+
+int kevo_gpu_profile_replay(const char *dir, int ordinal) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/request", dir);
+  cJSON *man = cJSON_CreateObject();
+  cJSON *plans_out = cJSON_AddArrayToObject(man, "plans");
+  kevo_frame f = {0};
+  kevo_error err = {0};
+  kevo_gpu *g = NULL;
+  wk_eval *e = calloc(1, sizeof *e);
+  wk_shape *s = calloc(1, sizeof *s);
+  wk_plan *plans = calloc(MAX_PLANS, sizeof *plans);
+  int rc = 1, fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (!e || !s || !plans || fd < 0 || kevo_frame_read(fd, &f, -1, &err)) {
+    cJSON_AddStringToObject(man, "error", err.msg[0] ? err.msg : "cannot read the request");
+    goto out;
+  }
+  if (kevo_gpu_open(ordinal, &g, &err)) { /* 1 */
+    cJSON_AddStringToObject(man, "error", err.msg);
+    cJSON_AddBoolToObject(man, "no_gpu", err.status == KEVO_E_NOGPU);
+    goto out;
+  }
+  e->g = g;
+  e->req = f.header;
+  e->no_plans = 1;
+  e->cur_stage = "profile";
+  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(f.header, "profile"), "plans");
+  int n = cJSON_GetArraySize(pl);
+  if (n < 1 || n > MAX_PLANS) {
+    cJSON_AddStringToObject(man, "error", "request: profile.plans must be 1 to 64 plans");
+    goto out;
+  }
+  if (wk_parse(e, f.blobs, f.nblobs) || wk_shape_setup(e, s, 0, 1) || /* 2 */
+      wk_gen_inputs(e, s, 0, 0) || wk_plan_sync(e, 0, "drawing inputs")) {
+    cJSON_AddStringToObject(man, "error", e->message);
+    goto out;
+  }
+  int ok[MAX_PLANS] = {0};
+  const cJSON *x;
+  int i = 0;
+  cJSON_ArrayForEach(x, pl) { /* 3 */
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddItemToArray(plans_out, entry);
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "role"));
+    int cand = !role || strcmp(role, "reference");
+    if (wk_plan_prepare(e, s, cJSON_GetObjectItemCaseSensitive(x, "plan"), &plans[i], cand))
+      plan_error(e, entry);
+    else
+      ok[i] = 1;
+    if (e->crashed) break;
+    i++;
+  }
+  if (!e->crashed) DRV->cuProfilerStart();
+  cJSON *entry = plans_out->child;
+  for (int k = 0; k < n && entry && !e->crashed; k++, entry = entry->next) {
+    if (!ok[k]) continue;
+    const char *role =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pl, k), "role"));
+    int cand = !role || strcmp(role, "reference");
+    if (wk_plan_run(e, &plans[k], cand, &s->set[0]) || wk_plan_sync(e, cand, "running the plan")) {
+      plan_error(e, entry);
+      continue;
+    }
+    cJSON_AddNumberToObject(entry, "kernels", plans[k].nk);
+  }
+  if (!e->crashed) DRV->cuProfilerStop(); /* 4 */
+  rc = 0;
+out:
+  manifest_write(dir, man);
+  cJSON_Delete(man);
+  if (fd >= 0) close(fd);
+  kevo_frame_free(&f);
+  free(plans);
+  free(s);
+  free(e);
+  /* the process ends here: the context, buffers and modules go with it */
+  return rc;
+}
+
+/* ---- the parent: ncu over the child ------------------------------------------------------ */
+
+/* The whole of a file, NUL-terminated (at most TEXT_CAP bytes), or NULL. */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(TEXT_CAP + 1);
+  size_t n = buf ? fread(buf, 1, TEXT_CAP, f) : 0;
+  fclose(f);
+  if (buf) buf[n] = '\0';
+  return buf;
+}
+
+static void rm_dir(const char *dir) {
+  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out", NULL};
+  char path[4096];
+  for (int i = 0; files[i]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+static cJSON *fail_reply(const char *code, const char *reason, const char *fmt, const char *a) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, fmt, a);
+  cJSON *r = kevo_gpu_error_reply(code, msg);
+  cJSON_AddStringToObject(r, "reason", reason);
+  return r;
+}
+
+/* Runs argv with stdout and stderr into out_path, in its own process group; waits at most
+ * deadline_ms, then kills the group. Returns the exit status, -2 on the deadline, -1 when it
+ * could not start. */
+static int run_deadline(char *const argv[], const char *out_path, double deadline_ms) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    setpgid(0, 0);
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  double t0 = wk_now_ms();
+  for (;;) {
+    int st;
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (w < 0 && errno != EINTR) return -1;
+    if (wk_now_ms() - t0 > deadline_ms) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -2;
+    }
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Assigns ncu's kernels (in order) to the plans by the counts in the manifest. */
+static cJSON *plans_reply(const cJSON *req, const cJSON *man, cJSON *kernels) {
+  cJSON *out = cJSON_CreateArray();
+  const cJSON *pl =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(req, "profile"), "plans");
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(man, "plans")->child;
+  cJSON *k = kernels ? kernels->child : NULL;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, pl) {
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddItemToArray(out, p);
+    const char *label = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "label"));
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "role"));
+    cJSON_AddStringToObject(p, "label", label ? label : "?");
+    cJSON_AddStringToObject(p, "role", role ? role : "candidate");
+    const cJSON *err = m ? cJSON_GetObjectItemCaseSensitive(m, "error") : NULL;
+    const cJSON *nk = m ? cJSON_GetObjectItemCaseSensitive(m, "kernels") : NULL;
+    if (!m) {
+      cJSON_AddStringToObject(p, "error", "the replay stopped before this plan");
+    } else if (cJSON_IsString(err)) {
+      cJSON_AddStringToObject(p, "error", err->valuestring);
+    } else if (!cJSON_IsNumber(nk)) {
+      cJSON_AddStringToObject(p, "error", "not run: an earlier plan lost the CUDA context");
+    } else {
+      cJSON *ks = cJSON_AddArrayToObject(p, "kernels");
+      for (int i = 0; i < nk->valueint && k; i++) {
+        cJSON *next = k->next;
+        cJSON_AddItemToArray(ks, cJSON_DetachItemViaPointer(kernels, k));
+        k = next;
+      }
+      if (cJSON_GetArraySize(ks) < nk->valueint)
+        cJSON_AddStringToObject(p, "error", "ncu reported fewer kernels than the plan launched");
+    }
+    if (m) m = m->next;
+  }
+  return out;
+}
+
+/* What ncu's run amounts to: a failure reply (the most fundamental reason first: the deadline,
+ * no ncu, ncu's own error, no GPU, no profile), or {"ok": true, "tool": "ncu"} with *kernels
+ * parsed from the log. */
+static cJSON *judge(int rc, double deadline, const char *ncu, const char *log, const char *out,
+                    const cJSON *man, cJSON **kernels) {
+  char reason[32], why[600], ms[32];
+  const cJSON *merr = cJSON_GetObjectItemCaseSensitive(man, "error");
+  kevo_error err = {0};
+  if (rc == -2) {
+    snprintf(ms, sizeof ms, "%.0f", deadline);
+    return fail_reply("E_TIMEOUT", "timeout", "profiling took longer than its deadline (%s ms)",
+                      ms);
+  }
+  if (rc == -1 || rc == 127 || rc == 126)
+    return fail_reply("E_UNSUPPORTED", "no_tool", "cannot run %s", ncu);
+  int failed =
+      wk_ncu_failure(log, reason, why, sizeof why) || wk_ncu_failure(out, reason, why, sizeof why);
+  /* an ==ERROR== about one kernel (a candidate that faulted under replay) leaves the others' */
+  if (failed && (strcmp(reason, "failed") || !log || wk_ncu_parse(log, kernels, &err)))
+    return fail_reply("E_UNSUPPORTED", reason, "%s", why);
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(man, "no_gpu")) && cJSON_IsString(merr))
+    return fail_reply("E_NOGPU", "no_gpu", "%s", merr->valuestring);
+  if (cJSON_IsString(merr))
+    return fail_reply("E_WORKER", "failed", "the replay failed: %s", merr->valuestring);
+  if (!man || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(man, "plans"))) {
+    snprintf(ms, sizeof ms, "%d", rc);
+    return fail_reply("E_WORKER", "failed", "the replay child left no manifest (ncu exit %s)", ms);
+  }
+  if (!*kernels && (!log || wk_ncu_parse(log, kernels, &err))) {
+    snprintf(ms, sizeof ms, "%d", rc);
+    return fail_reply("E_UNSUPPORTED", "failed", "ncu exited %s without a profile", ms);
+  }
+  cJSON *res = cJSON_CreateObject();
+  cJSON_AddBoolToObject(res, "ok", 1);
+  cJSON_AddStringToObject(res, "tool", "ncu");
+  if (failed) cJSON_AddStringToObject(res, "warning", why);
+  return res;
+}
+
+cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, size_t nblobs) {
+  double t0 = wk_now_ms();
+  const cJSON *prof = cJSON_GetObjectItemCaseSensitive(req, "profile");
+  const cJSON *pl = cJSON_GetObjectItemCaseSensitive(prof, "plans");
+  const cJSON *dl = cJSON_GetObjectItemCaseSensitive(prof, "deadline_ms");
+  if (!cJSON_IsArray(pl) || cJSON_GetArraySize(pl) < 1 || cJSON_GetArraySize(pl) > MAX_PLANS)
+    return fail_reply("E_PARSE", "failed", "request: profile.plans must be 1 to %s plans", "64");
+  double deadline = cJSON_IsNumber(dl) && dl->valuedouble > 0 ? dl->valuedouble : 60000;
+  char ncu[4096], self[4096];
+  if (wk_ncu_find(ncu, sizeof ncu))
+    return fail_reply("E_UNSUPPORTED", "no_tool",
+                      "no Nsight Compute: %s is not there (set KEVO_NCU or put ncu on PATH)", ncu);
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return fail_reply("E_INTERNAL", "failed", "cannot find kevo's own binary%s", "");
+  self[n] = '\0';
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/kevo-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir))
+    return fail_reply("E_IO", "failed", "cannot make a folder: %s", strerror(errno));
+
+  cJSON *res = NULL, *man = NULL, *kernels = NULL;
+  char *log = NULL, *out = NULL;
+  char path[4200], csv[4200], outp[4200], dev[16];
+  snprintf(path, sizeof path, "%s/request", dir);
+  snprintf(csv, sizeof csv, "%s/ncu.csv", dir);
+  snprintf(outp, sizeof outp, "%s/ncu.out", dir);
+  snprintf(dev, sizeof dev, "%d", ordinal);
+  kevo_error err = {0};
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  cJSON *copy = cJSON_Duplicate(req, 1);
+  if (fd < 0 || !copy || kevo_frame_write(fd, copy, blobs, nblobs, &err)) {
+    res = fail_reply("E_IO", "failed", "cannot write the replay request: %s",
+                     err.msg[0] ? err.msg : strerror(errno));
+    goto done;
+  }
+  close(fd);
+  fd = -1;
+  char *argv[] = {ncu,
+                  "--csv",
+                  "--print-units",
+                  "base",
+                  "--log-file",
+                  csv,
+                  "--clock-control",
+                  "none",
+                  "--profile-from-start",
+                  "off",
+                  "--metrics",
+                  (char *)wk_ncu_metrics(),
+                  self,
+                  "worker",
+                  "--profile-replay",
+                  dir,
+                  "--device",
+                  dev,
+                  NULL};
+  int rc = run_deadline(argv, outp, deadline);
+  log = slurp(csv);
+  out = slurp(outp);
+  char mpath[4200];
+  snprintf(mpath, sizeof mpath, "%s/manifest", dir);
+  char *mtext = slurp(mpath);
+  man = mtext ? cJSON_Parse(mtext) : NULL;
+  free(mtext);
+  res = judge(rc, deadline, ncu, log, out, man, &kernels);
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+    cJSON_AddItemToObject(res, "plans", plans_reply(req, man, kernels));
+    if (getenv("KEVO_PROFILE_KEEP_CSV")) cJSON_AddStringToObject(res, "csv", log);
+  }
+  cJSON_AddNumberToObject(res, "ms", (double)(long)(wk_now_ms() - t0));
+done:
+  if (fd >= 0) close(fd);
+  cJSON_Delete(copy);
+  cJSON_Delete(man);
+  cJSON_Delete(kernels);
+  free(log);
+  free(out);
+  rm_dir(dir);
+  return res;
+}

@@ -1,0 +1,25 @@
+/* gpuprofile.h: the worker's profile stage (docs/profile.md): hardware metrics of a batch of
+ * plans (candidates and the reference) from one ncu run over a replay child, never inside a
+ * timed measurement. Knows nothing of Lua; never prints. */
+#ifndef KEVO_GPUPROFILE_H
+#define KEVO_GPUPROFILE_H
+
+#include <stddef.h>
+
+#include "proto.h"
+
+/* The `profile` op: writes the request into a private folder, runs ncu (the fixed metric set,
+ * clocks left alone) on `kevo worker --profile-replay DIR --device ordinal`, waits at most the
+ * request's deadline_ms, and replies {"ok": true, "tool": "ncu", "ms": wall, "plans": [{"label",
+ * "kernels": [{"name", "metrics": {...}}], "error"?}]} or {"ok": false, "error": "E_X: why",
+ * "reason": "no_tool"|"no_gpu"|"permission"|"unsupported"|"timeout"|"no_kernels"|"failed"}. Needs
+ * no device of its own: the child opens one. Never NULL. */
+cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, size_t nblobs);
+
+/* The replay child, run under ncu: reads DIR/request, opens device `ordinal`, draws the inputs
+ * of the request's shape once, then with the profiler on (cuProfilerStart) runs each plan of
+ * profile.plans once, in order, and writes DIR/manifest ({"plans": [{"kernels": n, "error"?}]},
+ * what ncu's kernel numbering is matched against). Returns a process exit status. */
+int kevo_gpu_profile_replay(const char *dir, int ordinal);
+
+#endif

@@ -1,0 +1,75 @@
+/* Reading Nsight Compute's CSV (gpuncu.c) from a run recorded on an H200 (tests/fixtures/ncu/):
+ * one entry per kernel in ncu's order, numbers without thousands separators, "n/a" left out,
+ * rule rows skipped; and ncu's failures told apart by their message. */
+#include "check.h"
+#include "gpuncu.h"
+
+#include <cjson/cJSON.h>
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(1 << 22);
+  size_t n = fread(buf, 1, (1 << 22) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static double metric(const cJSON *k, const char *name) {
+  const cJSON *v =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k, "metrics"), name);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+int main(void) {
+  const char *src = getenv("KEVO_SRC");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tests/fixtures/ncu/probe_copy_bank.csv", src ? src : "..");
+  char *text = slurp(path);
+  CHECK(text != NULL);
+  cJSON *ks = NULL;
+  kevo_error err = {0};
+  CHECK(wk_ncu_parse(text, &ks, &err) == KEVO_OK);
+  CHECK(cJSON_GetArraySize(ks) == 2);
+  const cJSON *copy = cJSON_GetArrayItem(ks, 0), *bank = cJSON_GetArrayItem(ks, 1);
+  CHECK_STR_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(copy, "name")), "copy(");
+  CHECK(metric(copy, "dram__bytes.sum") == 2123563008.0);
+  CHECK(metric(copy, "dram__throughput.avg.pct_of_peak_sustained_elapsed") == 89.10);
+  CHECK(metric(bank, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") == 8132853.0);
+  CHECK(metric(bank, "launch__occupancy_limit_shared_mem") == 3);
+  cJSON_Delete(ks);
+  free(text);
+
+  /* quoting, n/a, scaled units, a rule row, lines that are not CSV */
+  const char *t = "==PROF== Connected\n"
+                  "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+                  "\"0\",\"k(\"\"x\"\", int)\",\"a.sum\",\"Kbyte\",\"1,5\"\n"
+                  "\"0\",\"k(\"\"x\"\", int)\",\"b.pct\",\"%\",\"n/a\"\n"
+                  "\"0\",\"k(\"\"x\"\", int)\",\"\",\"\",\"\"\n"
+                  "\"1\",\"j\",\"c.sum\",\"usecond\",\"2.5\"\r\n";
+  CHECK(wk_ncu_parse(t, &ks, &err) == KEVO_OK);
+  CHECK(cJSON_GetArraySize(ks) == 2);
+  CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ks->child, "name")),
+                "k(\"x\", int)"));
+  CHECK(metric(ks->child, "a.sum") == 15000.0);
+  CHECK(metric(ks->child, "b.pct") == -1);
+  CHECK(metric(ks->child->next, "c.sum") == 2500.0);
+  cJSON_Delete(ks);
+  CHECK(wk_ncu_parse("==ERROR== nothing\n", &ks, &err) == KEVO_E_PARSE && !ks);
+
+  char reason[32], why[256];
+  CHECK(
+      wk_ncu_failure("==PROF== x\n==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n",
+                     reason, why, sizeof why) == 1);
+  CHECK(!strcmp(reason, "unsupported"));
+  CHECK_STR_CONTAINS(why, "LibraryNotLoaded");
+  CHECK(wk_ncu_failure("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n", reason,
+                       why, sizeof why) == 1);
+  CHECK(!strcmp(reason, "permission"));
+  CHECK(wk_ncu_failure("==WARNING== No kernels were profiled.\n", reason, why, sizeof why) == 1);
+  CHECK(!strcmp(reason, "no_kernels"));
+  CHECK(wk_ncu_failure("\"ID\",\"x\"\n", reason, why, sizeof why) == 0);
+  CHECK(strstr(wk_ncu_metrics(), "launch__occupancy_limit_registers") != NULL);
+  CHECK_DONE();
+}

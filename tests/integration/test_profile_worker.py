@@ -1,0 +1,73 @@
+"""`kevo worker`'s profile op where there is no GPU (docs/profile.md "Degrading"), with
+tests/integration/fake_ncu.sh standing in for Nsight Compute: no ncu, no GPU, an ncu that cannot
+start its profiler (gVisor: LibraryNotLoaded), no permission to the counters each give ok=false
+and a reason; a recorded CSV is read back and its kernels matched to the plans by the replay
+child's manifest, a plan that failed keeping its error."""
+import json
+import os
+import sys
+
+src = os.environ["KEVO_SRC"]
+sys.path.insert(0, os.path.join(src, "tests", "gpu"))
+from worker_client import Worker  # noqa: E402
+
+kevo = os.environ["KEVO"]
+fake = os.path.join(src, "tests", "integration", "fake_ncu.sh")
+csv = os.path.join(src, "tests", "fixtures", "ncu", "probe_copy_bank.csv")
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        fails += 1
+
+
+def plan(name):
+    return {"kernels": [{"module": 0, "name": name, "grid": [1], "block": [32],
+                         "args": ["x", "y"]}]}
+
+
+REQ = {"op": "profile", "modules": [{"blob": 0, "role": "candidate"}],
+       "tensors": [{"name": "x", "dtype": "f32", "role": "input"},
+                   {"name": "y", "dtype": "f32", "role": "output"}],
+       "shapes": [{"label": "N=32", "params": {"N": 32}, "numel": {"x": 32, "y": 32}}],
+       "profile": {"deadline_ms": 20000,
+                   "plans": [{"label": "a", "role": "candidate", "plan": plan("copy")},
+                             {"label": "b", "role": "candidate", "plan": plan("bank")},
+                             {"label": "c", "role": "candidate", "plan": plan("c")}]}}
+
+
+def profile(env):
+    e = dict(os.environ)
+    e.update(env)
+    w = Worker(kevo, env=e)
+    r = w.call(REQ, [b"\x00" * 64], timeout=60)
+    w.close()
+    return r
+
+
+r = profile({"KEVO_NCU": "/nonexistent/ncu"})
+check(not r["ok"] and r["reason"] == "no_tool" and "KEVO_NCU" in r["error"], "no ncu: " + r["error"])
+r = profile({"KEVO_NCU": fake})
+check(not r["ok"] and r["reason"] in ("no_gpu", "failed"), "no GPU: " + r["error"])
+r = profile({"KEVO_NCU": fake,
+             "FAKE_NCU_ERROR": "Failed to initialize the profiler: LibraryNotLoaded"})
+check(not r["ok"] and r["reason"] == "unsupported" and "LibraryNotLoaded" in r["error"],
+      "ncu cannot start its profiler: " + r["error"])
+r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "ERR_NVGPUCTRPERM - The user does not have "
+             "permission to access NVIDIA GPU Performance Counters on the target device 0."})
+check(not r["ok"] and r["reason"] == "permission", "no permission: " + r["error"])
+r = profile({"KEVO_NCU": fake, "FAKE_NCU_CSV": csv, "FAKE_NCU_MANIFEST": json.dumps(
+    {"plans": [{"kernels": 1}, {"kernels": 1}, {"error": "the cubin has no kernel named 'c'"}]})})
+check(r["ok"] and r["tool"] == "ncu" and len(r["plans"]) == 3, "a recorded CSV is read back")
+if r["ok"]:
+    a, b, c = r["plans"]
+    check(a["label"] == "a" and a["kernels"][0]["name"].startswith("copy(") and
+          a["kernels"][0]["metrics"]["dram__bytes.sum"] == 2123563008, "plan a has the copy")
+    check(b["kernels"][0]["metrics"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"] ==
+          8132853, "plan b has the bank-conflict kernel")
+    check("no kernel named" in c["error"] and "kernels" not in c, "plan c keeps its error")
+    check(isinstance(r["ms"], (int, float)), "the stage's time: %s ms" % r["ms"])
+sys.exit(1 if fails else 0)
