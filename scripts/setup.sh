@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 pkgs=(build-essential cmake pkg-config git liblua5.4-dev libcurl4-openssl-dev libcjson-dev
-      libyaml-dev libsqlite3-dev clang-format lua-check python3 python3-venv sqlite3)
+      libyaml-dev libsqlite3-dev libhiredis-dev redis-server clang-format lua-check python3
+      python3-venv sqlite3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -44,6 +44,12 @@ static cJSON *no_gpu_result(const char *why) {
 }
 
 static int worker_main(int argc, char **argv) {
+  /* --redis: the bridge that takes jobs from Redis for a worker like this one (docs/redis.md);
+   * it lives with the driver's files, reached through the command table */
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--redis"))
+      for (const struct kevo_command *const *c = kevo_commands; *c; c++)
+        if (!strcmp((*c)->name, "worker-redis")) return (*c)->main(argc, argv);
   int ordinal = 0;
   const char *replay = NULL;
   for (int i = 1; i < argc; i++) {
@@ -52,7 +58,8 @@ static int worker_main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--profile-replay") && i + 1 < argc) {
       replay = argv[++i]; /* the profile stage's child, run under ncu (gpuprofile.c) */
     } else {
-      fprintf(stderr, "usage: kevo worker [--device N]\n");
+      fprintf(stderr, "usage: kevo worker [--device N]\n"
+                      "       kevo worker --redis URL ... (kevo worker-redis --help)\n");
       return KEVO_EXIT_USAGE;
     }
   }
@@ -140,5 +147,7 @@ const struct kevo_command kevo_cmd_worker = {
     "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
     "evaluate, inputs, put_reference, profile, bye. Not meant to be run by hand: the driver starts "
     "one\n"
-    "per GPU.\n",
+    "per GPU.\n\n"
+    "kevo worker --redis redis://host:port/db [--password-env VAR] [--device N] takes jobs from\n"
+    "Redis for GPU N instead (kevo worker-redis --help, docs/redis.md).\n",
     worker_main, 1};

@@ -15,6 +15,9 @@ purpose, as chosen by argv:
   MODE-once STATE: misbehaves only while STATE does not exist (and creates it), then acts as
   ok: for testing that the next worker works.
 
+KEVO_FAKE_CC=8,0 makes the device another architecture (cc [8, 0]); KEVO_FAKE_SLEEP=S makes
+evaluate take S seconds first (a slow worker).
+
 hello's device also reports which environment variables the worker can see ("env"), so tests
 can check the driver scrubbed it. Every request is logged (op, id) to $KEVO_FAKE_LOG if set.
 """
@@ -124,6 +127,8 @@ def main():
         elif mode != "nogpu":
             open(state, "w").close()
     log = os.environ.get("KEVO_FAKE_LOG")
+    cc = [int(x) for x in os.environ.get("KEVO_FAKE_CC", "9,0").split(",")]
+    pause = float(os.environ.get("KEVO_FAKE_SLEEP", "0"))
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         req, blobs = read_frame(inp)
@@ -138,13 +143,15 @@ def main():
                 write_frame(out, {"id": rid, "ok": False, "error": "E_NOGPU: no CUDA driver (fake)"})
                 continue
             write_frame(out, {"id": rid, "ok": True, "device": {
-                "name": "Fake GPU", "cc": [9, 0], "sms": 132, "mem_bytes": 150 << 30,
+                "name": "Fake GPU", "cc": cc, "sms": 132, "mem_bytes": 150 << 30,
                 "l2_bytes": 60 << 20, "driver": 13000, "copy_gbps": 4280.0,
                 "env": sorted(os.environ)}})
             continue
         if op != "evaluate":
             write_frame(out, {"id": rid, "ok": False, "verdict": "error", "message": "unknown op"})
             continue
+        if pause > 0:
+            time.sleep(pause)
         if mode == "hang":
             while True:
                 time.sleep(3600)

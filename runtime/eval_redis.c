@@ -1,0 +1,326 @@
+#include "eval_redis.h"
+
+#include "redis_queue.h"
+
+#include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How much longer than the worker's own deadline the driver waits: the hops through Redis, and
+ * a worker that must start a fresh GPU process (a CUDA context) before it can begin. */
+enum { HOP_MARGIN_MS = 15000, BLPOP_S = 1, CANCEL_WAIT_MS = 5000 };
+
+struct evalredis {
+  rq_conn conn;
+  char arch[32];
+  char stream[64], workers[64], devices[64];
+  long long queue_ms;
+  size_t max_payload;
+  int group_made;
+  long long next_id;
+  cJSON *device;
+  evalclient_stats stats;
+};
+
+int evalredis_new(const evalredis_opts *opts, evalredis **out, kevo_error *err) {
+  *out = NULL;
+  if (!opts || !opts->url) return kevo_fail(err, KEVO_E_ARG, "evalredis_new: no Redis URL");
+  evalredis *r = calloc(1, sizeof *r);
+  if (!r) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a Redis evaluator");
+  rq_url url;
+  int rc = rq_url_parse(opts->url, opts->password_env, &url, err);
+  if (!rc) rc = rq_arch_base(opts->arch, r->arch, sizeof r->arch, err);
+  if (!rc) rc = rq_connect(&r->conn, &url, 5000, err);
+  if (rc) {
+    free(r);
+    return rc;
+  }
+  rq_key(r->stream, sizeof r->stream, "jobs", r->arch);
+  rq_key(r->workers, sizeof r->workers, "workers", r->arch);
+  rq_key(r->devices, sizeof r->devices, "devices", r->arch);
+  r->queue_ms = (long long)((opts->queue_s > 0 ? opts->queue_s : 300) * 1000);
+  r->max_payload = opts->max_payload ? opts->max_payload : RQ_DEFAULT_MAX_PAYLOAD;
+  *out = r;
+  return KEVO_OK;
+}
+
+void evalredis_free(evalredis *r) {
+  if (!r) return;
+  rq_close(&r->conn);
+  cJSON_Delete(r->device);
+  free(r);
+}
+
+evalclient_stats evalredis_get_stats(const evalredis *r) {
+  return r->stats;
+}
+
+int evalredis_reconnects(const evalredis *r) {
+  return r->conn.reconnects;
+}
+
+/* EVAL script with the given keys and arguments (strings). */
+static int run_script(evalredis *r, const char *script, int nkeys, const char **keys, int nargs,
+                      const char **args, const size_t *arg_lens, long long deadline,
+                      redisReply **out, kevo_error *err) {
+  const char *argv[16];
+  size_t lens[16];
+  char nk[8];
+  snprintf(nk, sizeof nk, "%d", nkeys);
+  int n = 0;
+  argv[n] = "EVAL", lens[n++] = 4;
+  argv[n] = script, lens[n++] = strlen(script);
+  argv[n] = nk, lens[n++] = strlen(nk);
+  for (int i = 0; i < nkeys; i++)
+    argv[n] = keys[i], lens[n++] = strlen(keys[i]);
+  for (int i = 0; i < nargs; i++)
+    argv[n] = args[i], lens[n++] = arg_lens ? arg_lens[i] : strlen(args[i]);
+  return rq_command(&r->conn, n, argv, lens, deadline, 0, NULL, out, err);
+}
+
+/* How many workers of our architecture are alive; *device (if given) gets one's hello. */
+static int alive(evalredis *r, long long deadline, long long *count, cJSON **device,
+                 kevo_error *err) {
+  const char *keys[] = {r->workers, r->devices};
+  redisReply *rep;
+  int rc = run_script(r, RQ_LUA_ALIVE, 2, keys, 0, NULL, NULL, deadline, &rep, err);
+  if (rc) return rc;
+  *count = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 ? rep->element[0]->integer : 0;
+  if (device) {
+    *device = NULL;
+    if (*count > 0 && rep->elements >= 2 && rep->element[1]->type == REDIS_REPLY_STRING)
+      *device = cJSON_ParseWithLength(rep->element[1]->str, rep->element[1]->len);
+  }
+  freeReplyObject(rep);
+  return KEVO_OK;
+}
+
+/* "sm_80: 2, sm_100: 1": the architectures whose workers are alive, for the no-worker error. */
+static void others_alive(evalredis *r, long long deadline, char *out, size_t cap) {
+  out[0] = '\0';
+  size_t used = 0;
+  char cursor[32] = "0";
+  kevo_error ignored;
+  do {
+    redisReply *rep;
+    if (rq_commandv(&r->conn, deadline, 0, &rep, &ignored, "SCAN", cursor, "MATCH",
+                    "kevo:workers:*", "COUNT", "1000", (char *)NULL))
+      return;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+      freeReplyObject(rep);
+      return;
+    }
+    snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str ? rep->element[0]->str : "0");
+    redisReply *keys = rep->element[1];
+    for (size_t i = 0; i < keys->elements && used + 40 < cap; i++) {
+      const char *arch = keys->element[i]->str + strlen("kevo:workers:");
+      char wk[64], dk[64];
+      rq_key(wk, sizeof wk, "workers", arch);
+      rq_key(dk, sizeof dk, "devices", arch);
+      const char *k2[] = {wk, dk};
+      redisReply *a;
+      if (!strcmp(arch, r->arch) ||
+          run_script(r, RQ_LUA_ALIVE, 2, k2, 0, NULL, NULL, deadline, &a, &ignored))
+        continue;
+      long long n = a->type == REDIS_REPLY_ARRAY && a->elements ? a->element[0]->integer : 0;
+      if (n > 0)
+        used +=
+            (size_t)snprintf(out + used, cap - used, "%s%.20s: %lld", used ? ", " : "", arch, n);
+      freeReplyObject(a);
+    }
+    freeReplyObject(rep);
+  } while (strcmp(cursor, "0"));
+}
+
+static int no_worker(evalredis *r, long long deadline, kevo_error *err) {
+  char others[512];
+  others_alive(r, deadline, others, sizeof others);
+  return kevo_fail(err, KEVO_E_WORKER,
+                   "no kevo worker for %s is alive on %s (%s%s); on a GPU host start one per GPU: "
+                   "kevo worker --redis %s --device N",
+                   r->arch, r->conn.url.shown, *others ? "workers alive: " : "none alive at all",
+                   others, r->conn.url.shown);
+}
+
+int evalredis_device(evalredis *r, const cJSON **device, kevo_error *err) {
+  *device = NULL;
+  long long n = 0;
+  cJSON *dev = NULL;
+  int rc = alive(r, rq_now_ms() + 10000, &n, &dev, err);
+  if (rc) return rc;
+  if (n == 0 || !cJSON_IsObject(dev)) {
+    cJSON_Delete(dev);
+    return no_worker(r, rq_now_ms() + 10000, err);
+  }
+  cJSON_Delete(r->device);
+  r->device = dev;
+  *device = dev;
+  return KEVO_OK;
+}
+
+/* XADDs the job; *entry gets its stream entry id. */
+static int send_job(evalredis *r, const char *job, const char *header, const kevo_blob *blobs,
+                    size_t nblobs, long long run_ms, long long deadline, char *entry, size_t cap,
+                    kevo_error *err) {
+  enum { FIXED = 13 };
+  const char *argv[FIXED + 2 * KEVO_PROTO_MAX_BLOBS];
+  size_t lens[FIXED + 2 * KEVO_PROTO_MAX_BLOBS];
+  char names[KEVO_PROTO_MAX_BLOBS][8], run[24], queue[24], nb[8];
+  snprintf(run, sizeof run, "%lld", run_ms);
+  snprintf(queue, sizeof queue, "%lld", r->queue_ms);
+  snprintf(nb, sizeof nb, "%zu", nblobs);
+  const char *fixed[FIXED] = {"XADD",   r->stream, "*",        "job", job,      "header", header,
+                              "run_ms", run,       "queue_ms", queue, "nblobs", nb};
+  int n = 0;
+  for (; n < FIXED; n++)
+    argv[n] = fixed[n], lens[n] = strlen(fixed[n]);
+  for (size_t i = 0; i < nblobs; i++) {
+    snprintf(names[i], sizeof names[i], "b%zu", i);
+    argv[n] = names[i], lens[n++] = strlen(names[i]);
+    argv[n] = blobs[i].data ? blobs[i].data : "", lens[n++] = blobs[i].size;
+  }
+  redisReply *rep;
+  int rc = rq_command(&r->conn, n, argv, lens, deadline, 0, NULL, &rep, err);
+  if (rc) return rc;
+  snprintf(entry, cap, "%s", rep->type == REDIS_REPLY_STRING ? rep->str : "0-0");
+  freeReplyObject(rep);
+  return KEVO_OK;
+}
+
+/* Withdraws a job no reply came for. Returns 1 when it was withdrawn, 0 when its outcome came
+ * first (the caller takes the reply), -1 when Redis could not be asked. */
+static int cancel_job(evalredis *r, const char *done, const char *entry, kevo_error *err) {
+  const char *keys[] = {done, r->stream};
+  char ttl[16];
+  snprintf(ttl, sizeof ttl, "%d", RQ_RESULT_TTL_S);
+  const char *args[] = {ttl, RQ_GROUP, entry};
+  redisReply *rep;
+  if (run_script(r, RQ_LUA_CANCEL, 2, keys, 3, args, NULL, rq_now_ms() + CANCEL_WAIT_MS, &rep, err))
+    return -1;
+  int cancelled = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+  freeReplyObject(rep);
+  return cancelled;
+}
+
+/* A reply frame from the queue into *reply, or the worker side's error into a status. */
+static int take_reply(evalredis *r, const redisReply *item, long long id, double deadline_s,
+                      kevo_frame *reply, kevo_error *err) {
+  int rc = rq_frame_decode(item->str, item->len, reply, err);
+  if (rc) return kevo_fail(err, KEVO_E_WORKER, "a worker's reply through Redis: %s", err->msg);
+  const char *code =
+      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply->header, "kevo_error"));
+  if (code) {
+    const char *msg =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply->header, "message"));
+    const char *by = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply->header, "by"));
+    int st = !strcmp(code, "E_TIMEOUT") ? KEVO_E_TIMEOUT
+             : !strcmp(code, "E_NOGPU") ? KEVO_E_NOGPU
+                                        : KEVO_E_WORKER;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply->header, "death"))) r->stats.deaths++;
+    rc = st == KEVO_E_TIMEOUT
+             ? kevo_fail(err, st, "no reply within %.3g s: the worker%s%s was killed", deadline_s,
+                         by ? " on " : "", by ? by : "")
+             : kevo_fail(err, st, "%s%s%s", msg ? msg : code, by ? " (worker " : "", by ? by : "");
+    if (st != KEVO_E_TIMEOUT && by) {
+      size_t n = strlen(err->msg);
+      if (n + 1 < sizeof err->msg) err->msg[n] = ')', err->msg[n + 1] = '\0';
+    }
+    kevo_frame_free(reply);
+    return rc;
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(reply->header, "id");
+  cJSON_AddNumberToObject(reply->header, "id", (double)id);
+  r->stats.requests++;
+  const char *verdict =
+      cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply->header, "verdict"));
+  if (verdict && !strcmp(verdict, "crash")) r->stats.deaths++;
+  return KEVO_OK;
+}
+
+int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t nblobs,
+                      double deadline_s, kevo_frame *reply, kevo_error *err) {
+  memset(reply, 0, sizeof *reply);
+  if (nblobs > KEVO_PROTO_MAX_BLOBS)
+    return kevo_fail(err, KEVO_E_ARG, "a request carries at most %d blobs", KEVO_PROTO_MAX_BLOBS);
+  long long id = ++r->next_id;
+  cJSON_DeleteItemFromObjectCaseSensitive(req, "id");
+  cJSON_AddNumberToObject(req, "id", (double)id);
+  char *header = cJSON_PrintUnformatted(req);
+  if (!header) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a request");
+  size_t payload = strlen(header);
+  for (size_t i = 0; i < nblobs; i++)
+    payload += blobs[i].size;
+  if (payload > r->max_payload) {
+    free(header);
+    return kevo_fail(err, KEVO_E_NOMEM,
+                     "the job is %.1f MiB, over the limit of %.1f MiB for one job through Redis",
+                     (double)payload / (1 << 20), (double)r->max_payload / (1 << 20));
+  }
+  long long run_ms = deadline_s > 0 ? (long long)(deadline_s * 1000) : 0;
+  long long start = rq_now_ms();
+  long long until = run_ms ? start + r->queue_ms + run_ms + HOP_MARGIN_MS : -1;
+  long long send_by = start + (r->queue_ms < 60000 ? r->queue_ms : 60000);
+  char job[33], done[64], reply_key[64], entry[64];
+  rq_job_id(job);
+  rq_key(done, sizeof done, "done", job);
+  rq_key(reply_key, sizeof reply_key, "reply", job);
+  long long n = 0;
+  int rc = alive(r, send_by, &n, NULL, err);
+  if (!rc && n == 0) rc = no_worker(r, send_by, err);
+  if (!rc && !r->group_made && !(rc = rq_ensure_group(&r->conn, r->stream, send_by, err)))
+    r->group_made = 1;
+  if (!rc) rc = send_job(r, job, header, blobs, nblobs, run_ms, send_by, entry, sizeof entry, err);
+  free(header);
+  if (rc) return rc;
+
+  long long lonely_since = 0; /* when we first saw no live worker while waiting */
+  for (;;) {
+    redisReply *rep;
+    long long now = rq_now_ms();
+    long long wait_until = until < 0 ? now + 60000 : until;
+    rc = rq_commandv(&r->conn, wait_until, BLPOP_S * 1000, &rep, err, "BLPOP", reply_key, "1",
+                     (char *)NULL);
+    if (rc && rc != KEVO_E_IO) return rc;
+    if (!rc && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
+      rc = take_reply(r, rep->element[1], id, deadline_s, reply, err);
+      freeReplyObject(rep);
+      return rc;
+    }
+    if (!rc) freeReplyObject(rep);
+    now = rq_now_ms();
+    if (rc == KEVO_E_IO && until < 0) continue; /* no deadline: wait for Redis to come back */
+    if (until >= 0 && now >= until) break;
+    if (rc) continue;
+    if (alive(r, until, &n, NULL, err)) continue;
+    if (n > 0) {
+      lonely_since = 0;
+    } else if (!lonely_since) {
+      lonely_since = now;
+    } else if (now - lonely_since > 2 * RQ_HEARTBEAT_TTL_MS) {
+      if (cancel_job(r, done, entry, err) == 0) continue; /* its reply came after all */
+      return kevo_fail(err, KEVO_E_WORKER,
+                       "every kevo worker for %s on %s went away while the job waited; it was "
+                       "withdrawn",
+                       r->arch, r->conn.url.shown);
+    }
+  }
+  int c = cancel_job(r, done, entry, err);
+  if (c == 0) { /* a reply came at the last moment: it is in the list */
+    redisReply *rep;
+    rc = rq_commandv(&r->conn, rq_now_ms() + CANCEL_WAIT_MS, BLPOP_S * 1000, &rep, err, "BLPOP",
+                     reply_key, "1", (char *)NULL);
+    if (!rc && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
+      rc = take_reply(r, rep->element[1], id, deadline_s, reply, err);
+      freeReplyObject(rep);
+      return rc;
+    }
+    if (!rc) freeReplyObject(rep);
+  }
+  return kevo_fail(err, KEVO_E_TIMEOUT,
+                   "no reply within %.3g s through %s (the job waited for a %s worker and ran): "
+                   "it was withdrawn",
+                   (double)(rq_now_ms() - start) / 1000, r->conn.url.shown, r->arch);
+}
