@@ -89,13 +89,34 @@ static int alive(evalredis *r, long long deadline, long long *count, cJSON **dev
   int rc = run_script(r, RQ_LUA_ALIVE, 2, keys, 0, NULL, NULL, deadline, &rep, err);
   if (rc) return rc;
   *count = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 ? rep->element[0]->integer : 0;
-  if (device) {
+  if (device) { /* the first one's; every live worker must have a GPU of its model */
     *device = NULL;
-    if (*count > 0 && rep->elements >= 2 && rep->element[1]->type == REDIS_REPLY_STRING)
-      *device = cJSON_ParseWithLength(rep->element[1]->str, rep->element[1]->len);
+    for (size_t i = 1; !rc && i < rep->elements; i++) {
+      cJSON *d = cJSON_ParseWithLength(rep->element[i]->str, rep->element[i]->len);
+      if (!*device) {
+        *device = d;
+        continue;
+      }
+      const char *first = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*device, "name"));
+      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
+      if (name && first && strcmp(name, first)) {
+        const char *h1 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(*device, "host"));
+        const char *h2 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "host"));
+        rc = kevo_fail(err, KEVO_E_ARG,
+                       "the live %s workers on %s have GPUs of two models (%s on %s, %s on %s): "
+                       "speed-ups are only compared on one model; give each model its own Redis "
+                       "database (redis://host:port/N)",
+                       r->arch, r->conn.url.shown, first, h1 ? h1 : "?", name, h2 ? h2 : "?");
+      }
+      cJSON_Delete(d);
+    }
+    if (rc) {
+      cJSON_Delete(*device);
+      *device = NULL;
+    }
   }
   freeReplyObject(rep);
-  return KEVO_OK;
+  return rc;
 }
 
 /* "sm_80: 2, sm_100: 1": the architectures whose workers are alive, for the no-worker error. */

@@ -252,8 +252,9 @@ const char RQ_LUA_LEAVE[] = "redis.call('ZREM', KEYS[1], ARGV[1])\n"
 
 const char RQ_LUA_ALIVE[] =
     RQ_LUA_NOW "local live = redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')\n"
-               "if #live == 0 then return {0, false} end\n"
-               "return {#live, redis.call('HGET', KEYS[2], live[1])}\n";
+               "local out = {#live}\n"
+               "for i, w in ipairs(live) do out[i + 1] = redis.call('HGET', KEYS[2], w) or '' end\n"
+               "return out\n";
 
 const char RQ_LUA_COMPLETE[] = "local first = 0\n"
                                "if redis.call('SET', KEYS[1], 'done', 'NX', 'EX', ARGV[2]) then\n"

@@ -91,7 +91,7 @@ int rq_ensure_group(rq_conn *c, const char *stream, long long deadline_ms, kevo_
 /* Server-side scripts (EVAL), one per step that must be atomic. */
 extern const char RQ_LUA_HEARTBEAT[]; /* KEYS workers, devices; ARGV consumer, ttl_ms, device */
 extern const char RQ_LUA_LEAVE[];     /* KEYS workers, devices; ARGV consumer */
-extern const char RQ_LUA_ALIVE[];     /* KEYS workers, devices -> {count, a device or nil} */
+extern const char RQ_LUA_ALIVE[];     /* KEYS workers, devices -> {count, device, ...} */
 extern const char RQ_LUA_COMPLETE[];  /* KEYS done, reply, stream; ARGV frame, ttl_s, group,
                                          entry -> 1 when this was the job's first outcome */
 extern const char RQ_LUA_CANCEL[];    /* KEYS done, stream; ARGV ttl_s, group, entry -> 1 when
