@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kevo here and packs what a GPU host without kevo's build dependencies needs into DIR:
 # bin/kevo plus the shared libraries such a host may lack (Lua, cJSON, libyaml, hiredis) in lib/,
-# and a redis-server with its own libraries (redis/lib) for the Redis tests and benchmark.
+# and redis-server and redis-cli with their own libraries (redis/lib) for the Redis tests and
+# benchmark.
 # On the GPU host: DIR/bin/kevo-env <command> (sets LD_LIBRARY_PATH), or run tests with
 # KEVO=DIR/bin/kevo-env; DIR/bin/redis-server starts the bundled server.
 # usage: scripts/gpu-bundle.sh [DIR]   (default .gpu-stage)
@@ -33,12 +34,13 @@ if command -v redis-server >/dev/null; then
       *) cp -L "$path" "$dir/redis/lib/" ;;
     esac
   done
-  cat > "$dir/bin/redis-server" <<'SH'
-#!/usr/bin/env bash
-here="$(cd "$(dirname "$0")/.." && pwd)"
-LD_LIBRARY_PATH="$here/redis/lib" exec "$here/redis/redis-server" "$@"
-SH
-  chmod +x "$dir/bin/redis-server"
+  command -v redis-cli >/dev/null && cp -L "$(command -v redis-cli)" "$dir/redis/redis-cli"
+  for tool in redis-server redis-cli; do
+    [ -e "$dir/redis/$tool" ] || continue
+    printf '#!/usr/bin/env bash\nhere="$(cd "$(dirname "$0")/.." && pwd)"\n%s\n' \
+      "LD_LIBRARY_PATH=\"\$here/redis/lib\" exec \"\$here/redis/$tool\" \"\$@\"" >"$dir/bin/$tool"
+    chmod +x "$dir/bin/$tool"
+  done
 else
   echo "gpu-bundle: no redis-server here (scripts/setup.sh installs it): the bundle has none" >&2
 fi
