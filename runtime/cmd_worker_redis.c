@@ -121,7 +121,7 @@ typedef struct job {
   const char *id, *entry;
   const char *header;
   size_t header_len;
-  long long run_ms;
+  long long run_ms, queue_ms;
   size_t nblobs;
   kevo_blob blobs[KEVO_PROTO_MAX_BLOBS];
 } job;
@@ -142,6 +142,8 @@ static int read_job(const redisReply *entry, job *j) {
       j->header = v->str, j->header_len = v->len;
     } else if (!strcmp(k, "run_ms")) {
       j->run_ms = atoll(v->str);
+    } else if (!strcmp(k, "queue_ms")) {
+      j->queue_ms = atoll(v->str);
     } else if (k[0] == 'b' && k[1] >= '0' && k[1] <= '9') {
       long i_blob = strtol(k + 1, NULL, 10);
       if (i_blob < 0 || i_blob >= KEVO_PROTO_MAX_BLOBS) return -1;
@@ -215,6 +217,20 @@ static int screen(bridge *b, const job *j) {
       freeReplyObject(r);
     return 1;
   }
+  if (j->run_ms > 0 && !rq_commandv(&b->conn, deadline, 0, &r, &err, "TIME", (char *)NULL)) {
+    /* a job its driver stopped waiting for (the driver died): not worth a GPU's time */
+    long long now =
+        r->elements == 2 ? atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000 : 0;
+    long long age = now - atoll(j->entry); /* an entry id starts with its server time, ms */
+    freeReplyObject(r);
+    if (now && age > j->queue_ms + j->run_ms + RQ_HOP_MARGIN_MS) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "the job waited %.0f s, past its driver's deadline: dropped",
+               (double)age / 1000);
+      fail_job(b, j, "E_TIMEOUT", msg, 0);
+      return 1;
+    }
+  }
   long long deliveries = 1;
   if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "XPENDING", b->stream, RQ_GROUP, j->entry,
                    j->entry, "1", (char *)NULL)) {
@@ -263,14 +279,16 @@ static void run_job(bridge *b, const job *j) {
   long long t0 = rq_now_ms();
   int rc =
       evalclient_request(b->child, req, j->blobs, j->nblobs, (double)j->run_ms / 1000, &rep, &err);
+  long long took = rq_now_ms() - t0;
   if (b->verbose)
     fprintf(stderr, "kevo worker: job %s (%s): %s in %lld ms\n", j->id, op,
-            rc ? kevo_code(rc) : "replied", rq_now_ms() - t0);
+            rc ? kevo_code(rc) : "replied", took);
   if (rc) {
     int died = evalclient_get_stats(b->child).deaths > before.deaths;
     fail_job(b, j, kevo_code(rc), err.msg, died);
   } else {
     cJSON_DeleteItemFromObjectCaseSensitive(rep.header, "id");
+    cJSON_AddNumberToObject(rep.header, "worker_ms", (double)took); /* KEVO_REDIS_TRACE */
     finish(b, j, rep.header, rep.blobs, rep.nblobs);
     kevo_frame_free(&rep);
   }

@@ -262,14 +262,14 @@ const char RQ_LUA_COMPLETE[] = "local first = 0\n"
                                "  redis.call('EXPIRE', KEYS[2], ARGV[2])\n"
                                "  first = 1\n"
                                "end\n"
-                               "redis.call('XACK', KEYS[3], ARGV[3], ARGV[4])\n"
-                               "redis.call('XDEL', KEYS[3], ARGV[4])\n"
+                               "redis.pcall('XACK', KEYS[3], ARGV[3], ARGV[4])\n"
+                               "redis.pcall('XDEL', KEYS[3], ARGV[4])\n"
                                "return first\n";
 
 const char RQ_LUA_CANCEL[] =
     "if redis.call('SET', KEYS[1], 'cancelled', 'NX', 'EX', ARGV[1]) then\n"
-    "  redis.call('XACK', KEYS[2], ARGV[2], ARGV[3])\n"
-    "  redis.call('XDEL', KEYS[2], ARGV[3])\n"
+    "  redis.pcall('XACK', KEYS[2], ARGV[2], ARGV[3])\n"
+    "  redis.pcall('XDEL', KEYS[2], ARGV[3])\n"
     "  return 1\n"
     "end\n"
     "return 0\n";

@@ -32,6 +32,9 @@ enum {
   RQ_RESULT_TTL_S = 3600,     /* done markers, replies and tries expire after this */
   RQ_HEARTBEAT_MS = 1000,     /* a worker beats this often */
   RQ_HEARTBEAT_TTL_MS = 5000, /* and is taken for dead this long after its last beat */
+  /* how much longer than a job's queue wait and deadline its driver waits: the hops through
+   * Redis, and a worker that must start a fresh GPU process (a CUDA context) first */
+  RQ_HOP_MARGIN_MS = 15000,
 };
 /* The largest job (header and blobs together) a driver sends unless told otherwise: cubins
  * are a few MB; Redis itself refuses one string over 512 MB. */
@@ -88,7 +91,9 @@ void rq_key(char *out, size_t cap, const char *kind, const char *name); /* "kevo
 /* Makes the consumer group of a stream (and the stream) unless they exist. */
 int rq_ensure_group(rq_conn *c, const char *stream, long long deadline_ms, kevo_error *err);
 
-/* Server-side scripts (EVAL), one per step that must be atomic. */
+/* Server-side scripts (EVAL), one per step that must be atomic. COMPLETE and CANCEL reach the
+ * stream through redis.pcall: a stream lost with a server that restarted without its AOF must
+ * not stop the outcome from being written. */
 extern const char RQ_LUA_HEARTBEAT[]; /* KEYS workers, devices; ARGV consumer, ttl_ms, device */
 extern const char RQ_LUA_LEAVE[];     /* KEYS workers, devices; ARGV consumer */
 extern const char RQ_LUA_ALIVE[];     /* KEYS workers, devices -> {count, device, ...} */

@@ -196,9 +196,17 @@ static void test_alive_arch_payload(void) {
   CHECK(evalredis_device(r, &dev, &err) == KEVO_OK);
   CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(dev, "name")), "Fake GPU"));
   CHECK(cJSON_GetStringValue(cJSON_GetObjectItem(dev, "host")) != NULL);
-  char by[256];
+  char by[256], trace[1100];
+  snprintf(trace, sizeof trace, "%s/trace", tmp);
+  setenv("KEVO_REDIS_TRACE", trace, 1);
   CHECK(request(r, 10, by, sizeof by, &err) == KEVO_OK);
+  unsetenv("KEVO_REDIS_TRACE");
   CHECK(by[0] != '\0');
+  FILE *tf = fopen(trace, "r");
+  double round_trip = -1, worker_ms = -1;
+  CHECK(tf && fscanf(tf, "%lf %lf", &round_trip, &worker_ms) == 2);
+  CHECK(round_trip >= worker_ms && worker_ms >= 0);
+  if (tf) fclose(tf);
   CHECK(evalredis_get_stats(r).requests == 1);
 
   /* a job over the payload limit is refused before it is sent */
@@ -312,6 +320,50 @@ static void test_killed_worker(void) {
   freeReplyObject(rep);
   rq_close(&c);
   evalredis_free(r);
+}
+
+/* A job whose driver stopped waiting long ago (its entry id is ancient) is dropped unjudged. */
+static void test_stale_job(void) {
+  char url[512], log[1024], logenv[1100];
+  url_for(url, sizeof url, &base, 4);
+  flush_db(&base, 4);
+  rq_url x = base;
+  x.db = 4;
+  rq_conn c;
+  kevo_error err;
+  CHECK(rq_connect(&c, &x, 2000, &err) == KEVO_OK);
+  CHECK(rq_ensure_group(&c, "kevo:jobs:sm_90", rq_now_ms() + 2000, &err) == KEVO_OK);
+  const char *job = "0123456789abcdef0123456789abcdef";
+  redisReply *r;
+  CHECK(rq_commandv(&c, rq_now_ms() + 2000, 0, &r, &err, "XADD", "kevo:jobs:sm_90", "1-1", "job",
+                    job, "header", "{\"op\":\"evaluate\"}", "run_ms", "1000", "queue_ms", "1000",
+                    "nblobs", "0", (char *)NULL) == KEVO_OK);
+  freeReplyObject(r);
+  snprintf(log, sizeof log, "%s/stale.log", tmp);
+  snprintf(logenv, sizeof logenv, "KEVO_FAKE_LOG=%s", log);
+  const char *env[] = {logenv, NULL};
+  pid_t w = start_bridge(url, "ok", env, NULL);
+  int got = 0;
+  for (int i = 0; i < 150 && !got; i++) {
+    CHECK(rq_commandv(&c, rq_now_ms() + 2000, 0, &r, &err, "LPOP",
+                      "kevo:reply:0123456789abcdef0123456789abcdef", (char *)NULL) == KEVO_OK);
+    if (r->type == REDIS_REPLY_STRING) {
+      kevo_frame f;
+      CHECK(rq_frame_decode(r->str, r->len, &f, &err) == KEVO_OK);
+      CHECK_STR_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItem(f.header, "kevo_error")),
+                         "E_TIMEOUT");
+      CHECK_STR_CONTAINS(cJSON_GetStringValue(cJSON_GetObjectItem(f.header, "message")),
+                         "past its driver's deadline");
+      kevo_frame_free(&f);
+      got = 1;
+    }
+    freeReplyObject(r);
+    if (!got) sleep_ms(100);
+  }
+  CHECK(got);
+  CHECK(logged(log, "evaluate") == 0);
+  stop_bridge(w);
+  rq_close(&c);
 }
 
 /* ---- private servers ---- */
@@ -463,6 +515,7 @@ int main(void) {
   test_alive_arch_payload();
   test_slow_worker();
   test_killed_worker();
+  test_stale_job();
   if (redis_server()) {
     test_password();
     test_restart();
