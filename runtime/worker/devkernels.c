@@ -108,6 +108,58 @@ static const char devk_source[] =
     "    asm volatile(\"applypriority.global.L2::evict_normal [%0], 128;\" :: \"l\"(p + i));\n"
     "#endif\n"
     "}\n"
+    /* arithmetic-rate probes (devk_rate): independent chains of one instruction kind, so the
+     * launch's time is the unit's throughput; the result reaches memory only if it is a value
+     * no run gives, so nothing is optimised away */
+    "#define RATE_SINK(v) if ((v) == 0x5eed5eedu) *sink = (v)\n"
+    "#define MMA4(op, cons, d, a, b) asm volatile(op : cons(d[0]), cons(d[1]), cons(d[2]),"
+    " cons(d[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]))\n"
+    "#define MMA_LOOP(T, op, cons) { T d[4][4] = {}; for (int i = 0; i < iters; i++) {\\\n"
+    "  _Pragma(\"unroll\") for (int j = 0; j < 4; j++) MMA4(op, cons, d[j], a, b); }\\\n"
+    "  u32 x = 0; for (int j = 0; j < 4; j++) for (int k = 0; k < 4; k++) x ^= (u32)d[j][k];\\\n"
+    "  RATE_SINK(x); return; }\n"
+    "extern \"C\" __global__ void kv_rate(int kind, int iters, u32 *sink) {\n"
+    "  u32 s = threadIdx.x * 2654435761u + blockIdx.x;\n"
+    "  if (kind == 0) {\n"
+    "    float x[8], y = __uint_as_float(0x3f7ff000u | (s & 15u)), z = 1e-7f;\n"
+    "    for (int j = 0; j < 8; j++) x[j] = (float)(s + j);\n"
+    "    for (int i = 0; i < iters; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < 8; j++) x[j] = fmaf(x[j], y, z);\n"
+    "    u32 r = 0; for (int j = 0; j < 8; j++) r ^= __float_as_uint(x[j]);\n"
+    "    RATE_SINK(r); return;\n"
+    "  }\n"
+    "  if (kind == 1) {\n"
+    "    double x[8], y = 0.99999 + 1e-9 * (s & 15u), z = 1e-12;\n"
+    "    for (int j = 0; j < 8; j++) x[j] = (double)(s + j);\n"
+    "    for (int i = 0; i < iters; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < 8; j++) x[j] = fma(x[j], y, z);\n"
+    "    u32 r = 0; for (int j = 0; j < 8; j++) r ^= (u32)__double_as_longlong(x[j]);\n"
+    "    RATE_SINK(r); return;\n"
+    "  }\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  u32 a[4] = {s, s ^ 0x3c003c00u, s + 0x01000100u, s * 3u}, b[2] = {s >> 1, s ^ 0x3c00u};\n"
+    "  if (kind == 2) MMA_LOOP(float, \"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\", \"+f\")\n"
+    "  if (kind == 3) MMA_LOOP(float, \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\", \"+f\")\n"
+    "  if (kind == 4) MMA_LOOP(float, \"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\", \"+f\")\n"
+    "  if (kind == 5) MMA_LOOP(int, \"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\", \"+r\")\n"
+    "  if (kind == 6) {\n"
+    "    double d[4][2] = {}, da = (double)(s & 255u), db = 0.5;\n"
+    "    for (int i = 0; i < iters; i++)\n"
+    "#pragma unroll\n"
+    "      for (int j = 0; j < 4; j++)\n"
+    "        asm volatile(\"mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, "
+    "{%0,%1};\" : \"+d\"(d[j][0]), \"+d\"(d[j][1]) : \"d\"(da), \"d\"(db));\n"
+    "    u32 r = 0; for (int j = 0; j < 4; j++) r ^= (u32)__double_as_longlong(d[j][0] + d[j][1]);\n"
+    "    RATE_SINK(r);\n"
+    "  }\n"
+    "#endif\n"
+    "}\n"
     "struct stats { u64 mismatches, nans, unwritten, nondet, first_unwritten, first_nondet;\n"
     "               u32 worst_key, pad; u64 worst_index; };\n"
     "__device__ u64 bits_at(const void *p, u64 i, int dt) {\n"
@@ -227,7 +279,8 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   } fns[] = {{&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},
              {&k->compare, "kv_compare"},   {&k->locate, "kv_locate"},
              {&k->guard, "kv_guard"},       {&k->digest, "kv_digest"},
-             {&k->l2_claim, "kv_l2_claim"}, {&k->l2_release, "kv_l2_release"}};
+             {&k->l2_claim, "kv_l2_claim"}, {&k->l2_release, "kv_l2_release"},
+             {&k->rate, "kv_rate"}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     r = d->cuModuleGetFunction(fns[i].f, k->mod, fns[i].name);
     if (r != CUDA_SUCCESS) {
@@ -286,6 +339,16 @@ CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, ui
                     uint64_t end, uint64_t pattern, CUdeviceptr out) {
   void *args[] = {&p, &start, &end, &pattern, &out};
   return launch(d, k->guard, s, end > start ? end - start : 1, args);
+}
+
+/* Flops (or int8 ops) one thread does in one iteration of kv_rate's loop, per kind. */
+static const double rate_flops[DK_RATE_KINDS] = {16, 16, 512, 512, 256, 1024, 64};
+
+CUresult devk_rate(const cudrv *d, const devk *k, CUstream s, int kind, int iters,
+                   unsigned blocks, CUdeviceptr sink, double *flops) {
+  *flops = rate_flops[kind] * iters * (double)blocks * DK_THREADS;
+  void *args[] = {&kind, &iters, &sink};
+  return d->cuLaunchKernel(k->rate, blocks, 1, 1, DK_THREADS, 1, 1, 0, s, args, NULL);
 }
 
 CUresult devk_compare(const cudrv *d, const devk *k, CUstream s, const devk_cmp *c,

@@ -77,18 +77,23 @@ static void add(cJSON *o, const char *k, double v, double scale) {
   cJSON_AddNumberToObject(o, k, isfinite(v) ? round(v * scale) / scale : 0);
 }
 
-/* The dense rate (flops per clock per SM) of the fastest math a kernel on these inputs can use:
- * the narrowest float input decides (16-bit: tensor cores; f32: TF32 tensor cores, which a
- * kernel may use where the tolerance allows; f64: FP64 tensor cores); without float inputs the
- * 8-bit rate. Known for sm_90 and sm_80; 0 elsewhere. *unit names it. */
-static double rate_per_clock(const wk_eval *e, int for_floor, const char **unit) {
-  const kevo_gpu *g = e->g;
+/* The narrowest float input's width (16, 32, 64), or 0 without float inputs. */
+static int input_bits(const wk_eval *e) {
   int bits = 0;
   for (int i = 0; i < e->ntensors; i++) {
     int dt = e->tensors[i].dt;
     int b = dt == DK_F16 || dt == DK_BF16 ? 16 : dt == DK_F32 ? 32 : dt == DK_F64 ? 64 : 0;
     if (!e->tensors[i].output && b && (!bits || b < bits)) bits = b;
   }
+  return bits;
+}
+
+/* The datasheet's dense rate (flops per clock per SM) of the fastest math a kernel on these
+ * inputs can use: the narrowest float input decides (16-bit: tensor cores; f32: TF32 tensor
+ * cores, which a kernel may use where the tolerance allows, or for the roofline the FMA units;
+ * f64: FP64 tensor cores); without float inputs the 8-bit rate. Known for sm_90 and sm_80; 0
+ * elsewhere. *unit names it. */
+static double rate_per_clock(int bits, const kevo_gpu *g, int for_floor, const char **unit) {
   int sm90 = g->cc_major == 9 && g->cc_minor == 0, sm80 = g->cc_major == 8 && g->cc_minor == 0;
   double scale = sm90 ? 1 : sm80 ? 0.5 : 0;
   *unit = bits == 16   ? "tensor-core"
@@ -99,17 +104,48 @@ static double rate_per_clock(const wk_eval *e, int for_floor, const char **unit)
   return per * scale;
 }
 
-/* The roofline's compute peak (TFLOP/s at the max SM clock): the rate a kernel on these
- * inputs runs at in the plain way (f32 on the FMA units). */
+/* The same paths' rates as the worker measured them at start (gpudevice.c, measure_rates), in
+ * TFLOP/s: the best probe of the path; 0 when none ran. *tensor: the probe is a tensor-core
+ * one, whose warp-level mma may be slower than the chip's fastest form (Hopper's wgmma). */
+static double measured_rate(int bits, const kevo_gpu *g, int for_floor, int *tensor) {
+  const double *m = g->rate_tflops;
+  *tensor = 1;
+  if (bits == 16) return fmax(m[DK_RATE_F16_MMA], m[DK_RATE_BF16_MMA]);
+  if (bits == 32 && for_floor) return m[DK_RATE_TF32_MMA];
+  if (bits == 64) return fmax(m[DK_RATE_F64_MMA], m[DK_RATE_F64_FMA]);
+  if (bits == 0) return m[DK_RATE_S8_MMA];
+  *tensor = 0;
+  return m[DK_RATE_F32_FMA];
+}
+
+/* The roofline's compute peak (TFLOP/s): the rate a kernel on these inputs runs at in the plain
+ * way (f32 on the FMA units): the datasheet's at the max SM clock where the chip is known, else
+ * the measured one. */
 static double compute_peak_tflops(const wk_eval *e, const char **unit) {
-  return rate_per_clock(e, 0, unit) * e->g->sms * e->g->clock_mhz * 1e6 / 1e12;
+  int bits = input_bits(e), tensor;
+  double t = rate_per_clock(bits, e->g, 0, unit) * e->g->sms * e->g->clock_mhz * 1e6 / 1e12;
+  return t > 0 ? t : measured_rate(bits, e->g, 0, &tensor);
 }
 
 /* The floor's rate: the fastest math the inputs' own dtype allows (never FP8 for bf16 inputs:
- * that let a padded memo of a bf16 matmul pass); the chip's FP8 peak where no rate is known. */
-static double floor_peak_tflops(const wk_eval *e, const char **unit) {
-  double t = rate_per_clock(e, 1, unit) * e->g->sms * e->g->clock_mhz * 1e6 / 1e12;
-  if (t > 0) return t;
+ * that let a padded memo of a bf16 matmul pass). A floor must be a rate no honest kernel beats,
+ * and a probe gives a rate some kernel reaches: where the chip is known it is the larger of the
+ * datasheet's (at the max SM clock) and the measured one (so a chip faster than its datasheet
+ * cannot quarantine an honest kernel); on other chips the measured one, doubled for a
+ * tensor-core path (the probe's mma.sync is not the fastest form everywhere); the chip's FP8
+ * peak where nothing is known. *measured: the measured rate (0: none). */
+static double floor_peak_tflops(const wk_eval *e, const char **unit, double *measured) {
+  int bits = input_bits(e), tensor;
+  double t = rate_per_clock(bits, e->g, 1, unit) * e->g->sms * e->g->clock_mhz * 1e6 / 1e12;
+  double m = *measured = measured_rate(bits, e->g, 1, &tensor);
+  if (t > 0) return fmax(t, m);
+  if (m > 0) {
+    *unit = bits == 16 ? "measured tensor-core rate x 2"
+            : bits == 32 ? "measured TF32 rate x 2"
+            : bits == 64 ? "measured FP64 rate x 2"
+                         : "measured 8-bit rate x 2";
+    return tensor ? 2 * m : m;
+  }
   *unit = "the chip's FP8 peak";
   return e->g->peak_tflops;
 }
@@ -247,7 +283,8 @@ static int bench_report(wk_eval *e, const bench_state *b, const bench_samples *m
   qsort(m->clk, (size_t)m->nclk, sizeof *m->clk, cmp_int);
   int mid_clk = m->nclk ? m->clk[m->nclk / 2] : -1;
   const char *floor_unit = "";
-  double floor_peak = m->flops > 0 ? floor_peak_tflops(e, &floor_unit) : 0;
+  double floor_measured = 0;
+  double floor_peak = m->flops > 0 ? floor_peak_tflops(e, &floor_unit, &floor_measured) : 0;
   double floor_ms = 0;
   if (m->bytes > 0 && g->copy_gbps > 0) floor_ms = m->bytes / (g->copy_gbps * 1e9) * 1e3;
   if (floor_peak > 0 && m->flops / (floor_peak * 1e12) * 1e3 > floor_ms)
@@ -305,6 +342,7 @@ static int bench_report(wk_eval *e, const bench_state *b, const bench_samples *m
   if (floor_peak > 0) {
     add(bo, "floor_tflops", floor_peak, 10);
     cJSON_AddStringToObject(bo, "floor_of", floor_unit);
+    if (floor_measured > 0) add(bo, "floor_measured_tflops", floor_measured, 10);
   }
   cJSON_AddBoolToObject(bo, "l2_flush", b->o->l2_flush);
   add(bo, "wall_ms", m->wall, 10);

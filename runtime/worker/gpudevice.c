@@ -60,6 +60,44 @@ static int measure_copy(kevo_gpu *g, kevo_error *err) {
   return rc;
 }
 
+/* The arithmetic rates the chip reaches, measured once at worker start for its whole life: each
+ * probe of devk_rate (FMA units, then the tensor cores' warp-level mma) runs on 4 blocks per SM,
+ * its loop count scaled so a launch takes about 2 ms; the best of 3 timed launches after two
+ * that size it. A probe the chip lacks (mma before sm_80) or that fails leaves 0. About 40 ms
+ * in all (about 70 ms where a probe is slow). */
+static void measure_rates(kevo_gpu *g) {
+  CUevent e0 = NULL, e1 = NULL;
+  if (DRV->cuEventCreate(&e0, CU_EVENT_DEFAULT) || DRV->cuEventCreate(&e1, CU_EVENT_DEFAULT))
+    goto out;
+  unsigned blocks = (unsigned)(g->sms > 0 ? 4 * g->sms : 64);
+  for (int kind = 0; kind < DK_RATE_KINDS; kind++) {
+    if (kind >= DK_RATE_F16_MMA && g->cc_major < 8) break;
+    int iters = 64;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+      double flops = 0;
+      float ms = 0;
+      CUresult r = DRV->cuEventRecord(e0, g->stream);
+      if (!r) r = devk_rate(DRV, &g->dk, g->stream, kind, iters, blocks, g->stats + 240, &flops);
+      if (!r) r = DRV->cuEventRecord(e1, g->stream);
+      if (!r) r = DRV->cuEventSynchronize(e1);
+      if (!r) r = DRV->cuEventElapsedTime(&ms, e0, e1);
+      if (r || ms <= 0) break;
+      if (rep < 2) { /* sizing, twice (the first is mostly launch overhead): ~2 ms a launch */
+        double scaled = iters * 2.0 / ms;
+        iters = scaled > 1 << 22 ? 1 << 22 : scaled < 64 ? 64 : (int)scaled;
+        continue;
+      }
+      double tflops = flops / (ms * 1e-3) / 1e12;
+      if (tflops > best) best = tflops;
+    }
+    g->rate_tflops[kind] = best;
+  }
+out:
+  if (e0) DRV->cuEventDestroy(e0);
+  if (e1) DRV->cuEventDestroy(e1);
+}
+
 static int attr(kevo_gpu *g, CUdevice_attribute a) {
   int v = 0;
   if (DRV->cuDeviceGetAttribute(&v, a, g->dev) != CUDA_SUCCESS) return 0;
@@ -111,6 +149,7 @@ int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
   if (!rc) rc = gpu_check(g, DRV->cuMemAlloc(&g->stats, 256), "stats buffer", err);
   if (!rc) rc = measure_copy(g, err);
   if (rc) goto fail;
+  measure_rates(g);
   char bus[64] = "";
   if (DRV->cuDeviceGetPCIBusId(bus, sizeof bus, g->dev) == CUDA_SUCCESS)
     g->nvml = kevo_nvml_open(bus);
@@ -164,5 +203,11 @@ cJSON *kevo_gpu_device_json(const kevo_gpu *g) {
   cJSON_AddNumberToObject(d, "clock_mhz", g->clock_mhz);
   cJSON_AddNumberToObject(d, "copy_gbps", round(g->copy_gbps * 10) / 10);
   cJSON_AddNumberToObject(d, "peak_tflops", round(g->peak_tflops));
+  static const char *const rate_names[DK_RATE_KINDS] = {"f32_fma", "f64_fma",  "f16_mma", "bf16_mma",
+                                                        "tf32_mma", "s8_mma", "f64_mma"};
+  cJSON *m = cJSON_AddObjectToObject(d, "measured_tflops");
+  for (int k = 0; k < DK_RATE_KINDS; k++)
+    if (g->rate_tflops[k] > 0)
+      cJSON_AddNumberToObject(m, rate_names[k], round(g->rate_tflops[k] * 10) / 10);
   return d;
 }
