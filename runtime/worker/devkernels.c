@@ -155,7 +155,8 @@ static const char devk_source[] =
     "      for (int j = 0; j < 4; j++)\n"
     "        asm volatile(\"mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, "
     "{%0,%1};\" : \"+d\"(d[j][0]), \"+d\"(d[j][1]) : \"d\"(da), \"d\"(db));\n"
-    "    u32 r = 0; for (int j = 0; j < 4; j++) r ^= (u32)__double_as_longlong(d[j][0] + d[j][1]);\n"
+    "    u32 r = 0; for (int j = 0; j < 4; j++) r ^= (u32)__double_as_longlong(d[j][0] + "
+    "d[j][1]);\n"
     "    RATE_SINK(r);\n"
     "  }\n"
     "#endif\n"
@@ -276,11 +277,10 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   struct {
     CUfunction *f;
     const char *name;
-  } fns[] = {{&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},
-             {&k->compare, "kv_compare"},   {&k->locate, "kv_locate"},
-             {&k->guard, "kv_guard"},       {&k->digest, "kv_digest"},
-             {&k->l2_claim, "kv_l2_claim"}, {&k->l2_release, "kv_l2_release"},
-             {&k->rate, "kv_rate"}};
+  } fns[] = {
+      {&k->fill, "kv_fill"},         {&k->pattern, "kv_pattern"},       {&k->compare, "kv_compare"},
+      {&k->locate, "kv_locate"},     {&k->guard, "kv_guard"},           {&k->digest, "kv_digest"},
+      {&k->l2_claim, "kv_l2_claim"}, {&k->l2_release, "kv_l2_release"}, {&k->rate, "kv_rate"}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     r = d->cuModuleGetFunction(fns[i].f, k->mod, fns[i].name);
     if (r != CUDA_SUCCESS) {
@@ -344,8 +344,8 @@ CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, ui
 /* Flops (or int8 ops) one thread does in one iteration of kv_rate's loop, per kind. */
 static const double rate_flops[DK_RATE_KINDS] = {16, 16, 512, 512, 256, 1024, 64};
 
-CUresult devk_rate(const cudrv *d, const devk *k, CUstream s, int kind, int iters,
-                   unsigned blocks, CUdeviceptr sink, double *flops) {
+CUresult devk_rate(const cudrv *d, const devk *k, CUstream s, int kind, int iters, unsigned blocks,
+                   CUdeviceptr sink, double *flops) {
   *flops = rate_flops[kind] * iters * (double)blocks * DK_THREADS;
   void *args[] = {&kind, &iters, &sink};
   return d->cuLaunchKernel(k->rate, blocks, 1, 1, DK_THREADS, 1, 1, 0, s, args, NULL);

@@ -60,12 +60,20 @@ CUresult devk_guard(const cudrv *d, const devk *k, CUstream s, CUdeviceptr p, ui
 /* Arithmetic-rate probes, one instruction kind each (kv_rate): f32 and f64 FMA on the FMA units,
  * then on the tensor cores (sm_80 and newer; mma.sync, the warp-level form) f16 and bf16
  * m16n8k16, TF32 m16n8k8, int8 m16n8k32 and f64 m8n8k4, all with f32/s32/f64 accumulators. */
-enum { DK_RATE_F32_FMA, DK_RATE_F64_FMA, DK_RATE_F16_MMA, DK_RATE_BF16_MMA, DK_RATE_TF32_MMA,
-       DK_RATE_S8_MMA, DK_RATE_F64_MMA, DK_RATE_KINDS };
+enum {
+  DK_RATE_F32_FMA,
+  DK_RATE_F64_FMA,
+  DK_RATE_F16_MMA,
+  DK_RATE_BF16_MMA,
+  DK_RATE_TF32_MMA,
+  DK_RATE_S8_MMA,
+  DK_RATE_F64_MMA,
+  DK_RATE_KINDS
+};
 /* Launches kind's probe: blocks x 256 threads, iters loop iterations each; *flops: what the launch
  * computes (int8: operations). sink: 4 bytes of device memory it may write. */
-CUresult devk_rate(const cudrv *d, const devk *k, CUstream s, int kind, int iters,
-                   unsigned blocks, CUdeviceptr sink, double *flops);
+CUresult devk_rate(const cudrv *d, const devk *k, CUstream s, int kind, int iters, unsigned blocks,
+                   CUdeviceptr sink, double *flops);
 
 typedef struct devk_cmp {
   CUdeviceptr actual;   /* second run's output (poisoned with pattern B before it) */

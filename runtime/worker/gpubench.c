@@ -140,7 +140,7 @@ static double floor_peak_tflops(const wk_eval *e, const char **unit, double *mea
   double m = *measured = measured_rate(bits, e->g, 1, &tensor);
   if (t > 0) return fmax(t, m);
   if (m > 0) {
-    *unit = bits == 16 ? "measured tensor-core rate x 2"
+    *unit = bits == 16   ? "measured tensor-core rate x 2"
             : bits == 32 ? "measured TF32 rate x 2"
             : bits == 64 ? "measured FP64 rate x 2"
                          : "measured 8-bit rate x 2";

@@ -203,8 +203,8 @@ cJSON *kevo_gpu_device_json(const kevo_gpu *g) {
   cJSON_AddNumberToObject(d, "clock_mhz", g->clock_mhz);
   cJSON_AddNumberToObject(d, "copy_gbps", round(g->copy_gbps * 10) / 10);
   cJSON_AddNumberToObject(d, "peak_tflops", round(g->peak_tflops));
-  static const char *const rate_names[DK_RATE_KINDS] = {"f32_fma", "f64_fma",  "f16_mma", "bf16_mma",
-                                                        "tf32_mma", "s8_mma", "f64_mma"};
+  static const char *const rate_names[DK_RATE_KINDS] = {
+      "f32_fma", "f64_fma", "f16_mma", "bf16_mma", "tf32_mma", "s8_mma", "f64_mma"};
   cJSON *m = cJSON_AddObjectToObject(d, "measured_tflops");
   for (int k = 0; k < DK_RATE_KINDS; k++)
     if (g->rate_tflops[k] > 0)

@@ -65,7 +65,7 @@ struct kevo_gpu {
   size_t mem_bytes, l2_bytes;
   double copy_gbps, peak_tflops;
   double rate_tflops[DK_RATE_KINDS]; /* measured at start (gpudevice.c); 0: not measured */
-  CUdeviceptr flush; /* L2 flush buffer */
+  CUdeviceptr flush;                 /* L2 flush buffer */
   size_t flush_bytes;
   unsigned flush_count;
   CUdeviceptr stats; /* one devk_stats, digest slots, a guard word */
