@@ -1,6 +1,7 @@
 #include "evaluate.h"
 
 #include "buf.h"
+#include "eval_pool.h"
 #include "eval_request.h"
 #include "eval_result.h"
 #include "eval_triton.h"
@@ -22,9 +23,19 @@
 
 enum { LOG_CAP = 8192 };
 
+/* What the evaluator keeps per worker of its pool: a PyTorch reference's bridge runs on that
+ * worker's GPU, so eager and torch.compile are timed where the candidate is. */
+typedef struct eval_slot {
+  eval_transport *t;
+  torchref *torch;
+  cJSON *torch_base;
+} eval_slot;
+
 struct evaluator {
   kevo_recipe *recipe;
-  evalclient *client;
+  eval_pool *pool;
+  eval_slot *slots; /* one per transport of the pool */
+  size_t nslots;
   eval_config cfg;
   char arch[32];
   /* the reference, compiled once */
@@ -36,25 +47,51 @@ struct evaluator {
   triton_pool *tp;
   int tp_rc;
   kevo_error tp_err;
-  /* a PyTorch reference (KernelBench problem): the bridge, its key, its baseline times */
-  torchref *torch;
+  /* a PyTorch reference (KernelBench problem): its key (the bridges are per slot) */
   char torch_key[80];
-  cJSON *torch_base;
   uint64_t session_seed; /* secret (getrandom): the external reference's inputs */
+  pthread_mutex_t mu;    /* guards incumbent_ms: the pool's threads judge at once */
   double incumbent_ms;   /* the fastest median of an ok candidate timed in full so far */
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err) {
   *out = NULL;
-  if (!recipe) return kevo_fail(err, KEVO_E_ARG, "evaluator_new: no recipe");
-  evaluator *ev = calloc(1, sizeof *ev);
-  if (!ev) return kevo_fail(err, KEVO_E_NOMEM, "no memory for an evaluator");
-  int rc = evalclient_new(wopts, &ev->client, err);
+  eval_pool *pool = NULL;
+  eval_transport *t = NULL;
+  int rc = eval_pool_new(&pool, err);
+  if (!rc) rc = eval_transport_local(wopts, wopts ? wopts->gpu : NULL, &t, err);
+  if (!rc) rc = eval_pool_add(pool, t, err);
   if (rc) {
-    free(ev);
+    eval_pool_free(pool);
+    kevo_recipe_free(recipe);
     return rc;
   }
+  return evaluator_new_pool(recipe, pool, cfg, out, err);
+}
+
+int evaluator_new_pool(kevo_recipe *recipe, eval_pool *pool, const eval_config *cfg,
+                       evaluator **out, kevo_error *err) {
+  *out = NULL;
+  if (!recipe || !pool || !eval_pool_size(pool)) {
+    eval_pool_free(pool);
+    kevo_recipe_free(recipe);
+    return kevo_fail(err, KEVO_E_ARG, "evaluator_new: no recipe or no worker");
+  }
+  evaluator *ev = calloc(1, sizeof *ev);
+  eval_slot *slots = calloc(eval_pool_size(pool), sizeof *slots);
+  if (!ev || !slots) {
+    free(ev), free(slots);
+    eval_pool_free(pool);
+    kevo_recipe_free(recipe);
+    return kevo_fail(err, KEVO_E_NOMEM, "no memory for an evaluator");
+  }
+  ev->pool = pool;
+  ev->slots = slots;
+  ev->nslots = eval_pool_size(pool);
+  for (size_t i = 0; i < ev->nslots; i++)
+    slots[i].t = eval_pool_at(pool, i);
+  pthread_mutex_init(&ev->mu, NULL);
   ev->recipe = recipe;
   ev->cfg = cfg ? *cfg : EVAL_CONFIG_DEFAULT;
   ev->session_seed = eval_secret64() | 1; /* never 0, which means "the worker draws one" */
@@ -65,11 +102,15 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
 
 void evaluator_free(evaluator *ev) {
   if (!ev) return;
-  evalclient_free(ev->client);
+  for (size_t i = 0; i < ev->nslots; i++) {
+    torchref_close(ev->slots[i].torch);
+    cJSON_Delete(ev->slots[i].torch_base);
+  }
+  free(ev->slots);
+  eval_pool_free(ev->pool);
+  pthread_mutex_destroy(&ev->mu);
   cuda_module_free(ev->ref_mod);
   triton_pool_free(ev->tp);
-  torchref_close(ev->torch);
-  cJSON_Delete(ev->torch_base);
   kevo_buf_free(&ev->ref_src);
   kevo_recipe_free(ev->recipe);
   free(ev);
@@ -84,11 +125,15 @@ eval_config *evaluator_config(evaluator *ev) {
 }
 
 evalclient_stats evaluator_worker_stats(const evaluator *ev) {
-  return evalclient_get_stats(ev->client);
+  return eval_pool_stats(ev->pool);
 }
 
 int evaluator_device(evaluator *ev, const cJSON **device, kevo_error *err) {
-  return evalclient_device(ev->client, device, err);
+  return eval_pool_devices(ev->pool, device, err);
+}
+
+size_t evaluator_workers(const evaluator *ev) {
+  return ev->nslots;
 }
 
 /* NVRTC wants a bare file name for diagnostics. */
@@ -319,7 +364,9 @@ int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo
   if (rc) return rc;
   const cJSON *dev = NULL;
   launch_device ld;
-  if (evalclient_pid(ev->client) > 0 && !evaluator_device(ev, &dev, NULL)) eval_device_of(dev, &ld);
+  eval_transport *t0 = ev->slots[0].t;
+  if (t0->ops->ready && t0->ops->ready(t0->self) && !t0->ops->device(t0->self, &dev, NULL))
+    eval_device_of(dev, &ld);
   cJSON *shapes = cJSON_CreateArray();
   for (size_t i = 0; shapes && i < r->nshapes; i++) {
     cJSON *sh = cJSON_CreateObject();
@@ -376,44 +423,51 @@ static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSO
 /* ---- a PyTorch reference (docs/kbench.md) ---- */
 
 typedef struct torch_ctx {
-  evaluator *ev;
+  eval_transport *t;
   double deadline;
 } torch_ctx;
 
 static int torch_worker(void *ctx, cJSON *req, const kevo_blob *blobs, size_t n, kevo_frame *reply,
                         kevo_error *err) {
   torch_ctx *c = ctx;
-  return evalclient_request(c->ev->client, req, blobs, n, c->deadline, reply, err);
+  return c->t->ops->request(c->t->self, req, blobs, n, c->deadline, reply, err);
+}
+
+/* The slot's PyTorch bridge, started on the slot's GPU (CUDA_VISIBLE_DEVICES as its worker). */
+static int slot_torch(evaluator *ev, eval_slot *sl, kevo_error *err) {
+  if (sl->torch) return KEVO_OK;
+  torchref_opts o = {.gpu = sl->t->gpu[0] ? sl->t->gpu : NULL};
+  return torchref_open(ev->recipe->reference.file, &o, &sl->torch, err);
 }
 
 /* Sends req with an external reference; when the worker lacks reference outputs the bridge
  * computes them on the worker's own inputs (torchref_supply) and req goes again. After a
  * timed ok, adds eager and torch.compile times measured once per evaluator. */
-static int torch_request(evaluator *ev, cJSON *req, const kevo_blob *blobs, size_t nblobs,
-                         double deadline, kevo_frame *reply, kevo_error *err) {
-  torch_ctx ctx = {ev, deadline};
+static int torch_request(evaluator *ev, eval_slot *sl, cJSON *req, const kevo_blob *blobs,
+                         size_t nblobs, double deadline, kevo_frame *reply, kevo_error *err) {
+  torch_ctx ctx = {sl->t, deadline};
   torchref_make_external(req, ev->torch_key);
-  int rc = evalclient_request(ev->client, req, blobs, nblobs, deadline, reply, err);
+  int rc = torch_worker(&ctx, req, blobs, nblobs, reply, err);
   const cJSON *missing = rc ? NULL : cJSON_GetObjectItem(reply->header, "missing");
   if (missing) {
-    if (!ev->torch && (rc = torchref_open(ev->recipe->reference.file, NULL, &ev->torch, err))) {
+    if ((rc = slot_torch(ev, sl, err))) {
       kevo_frame_free(reply);
       return kevo_fail_prefix(err, "the PyTorch reference: ");
     }
-    rc = torchref_supply(ev->torch, torch_worker, &ctx, req, missing, err);
+    rc = torchref_supply(sl->torch, torch_worker, &ctx, req, missing, err);
     kevo_frame_free(reply);
     if (rc) return rc;
-    rc = evalclient_request(ev->client, req, blobs, nblobs, deadline, reply, err);
+    rc = torch_worker(&ctx, req, blobs, nblobs, reply, err);
   }
   cJSON *bench = rc ? NULL : cJSON_GetObjectItem(reply->header, "bench");
   if (!bench) return rc;
-  if (!ev->torch_base &&
-      ((!ev->torch && torchref_open(ev->recipe->reference.file, NULL, &ev->torch, err)) ||
-       torchref_baseline(ev->torch, torch_worker, &ctx, req, &ev->torch_base, err))) {
-    ev->torch_base = cJSON_CreateObject();
-    cJSON_AddStringToObject(ev->torch_base, "error", err->msg);
+  if (!sl->torch_base &&
+      (slot_torch(ev, sl, err) ||
+       torchref_baseline(sl->torch, torch_worker, &ctx, req, &sl->torch_base, err))) {
+    sl->torch_base = cJSON_CreateObject();
+    cJSON_AddStringToObject(sl->torch_base, "error", err->msg);
   }
-  torchref_add_baseline(bench, ev->torch_base);
+  torchref_add_baseline(bench, sl->torch_base);
   return KEVO_OK;
 }
 
@@ -504,9 +558,9 @@ static void record_shapes(cJSON *res, const eval_shapes *shs, uint64_t seed) {
 
 /* judge's device step: the worker's device into the result. Returns non-zero when the result
  * is already a verdict; a machine without a GPU fills nogpu instead (compiling goes on). */
-static int judge_device(evaluator *ev, cJSON *res, const cJSON **dev, char *nogpu, size_t cap) {
+static int judge_device(eval_slot *sl, cJSON *res, const cJSON **dev, char *nogpu, size_t cap) {
   kevo_error err = {0};
-  int drc = evaluator_device(ev, dev, &err);
+  int drc = sl->t->ops->device(sl->t->self, dev, &err);
   if (drc == KEVO_E_NOGPU) {
     snprintf(nogpu, cap, "%s", err.msg);
     return 0;
@@ -519,6 +573,9 @@ static int judge_device(evaluator *ev, cJSON *res, const cJSON **dev, char *nogp
   cJSON_AddItemToObject(d, "name", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "name"), 1));
   cJSON_AddItemToObject(d, "cc", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "cc"), 1));
   cJSON_AddItemToObject(d, "copy_gbps", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "copy_gbps"), 1));
+  if (sl->t->gpu[0]) cJSON_AddStringToObject(d, "gpu", sl->t->gpu); /* which GPU measured it */
+  const char *bus = cJSON_GetStringValue(cJSON_GetObjectItem(*dev, "pci_bus"));
+  if (bus) cJSON_AddStringToObject(d, "pci_bus", bus);
   return 0;
 }
 
@@ -559,15 +616,24 @@ static void judge_reply(evaluator *ev, cJSON *res, kevo_frame *reply, const cJSO
   record_shapes(res, shs, seed);
   const cJSON *bn = cJSON_GetObjectItem(res, "bench");
   double med = eval_jnum(bn, "median_ms");
+  pthread_mutex_lock(&ev->mu);
   if (cJSON_IsTrue(cJSON_GetObjectItem(res, "ok")) && med > 0 &&
       !cJSON_IsTrue(cJSON_GetObjectItem(bn, "raced")) &&
       (ev->incumbent_ms <= 0 || med < ev->incumbent_ms))
     ev->incumbent_ms = med;
+  pthread_mutex_unlock(&ev->mu);
+}
+
+static double incumbent(evaluator *ev) {
+  pthread_mutex_lock(&ev->mu);
+  double ms = ev->incumbent_ms;
+  pthread_mutex_unlock(&ev->mu);
+  return ms;
 }
 
 /* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
  * of memory). */
-static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
+static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, built *b) {
   cJSON *res = cJSON_CreateObject();
   if (!res) return NULL;
   set_verdict(res, "error", "compile", "not judged");
@@ -591,7 +657,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
 
   const cJSON *dev = NULL;
   char nogpu[1024] = "";
-  if (judge_device(ev, res, &dev, nogpu, sizeof nogpu)) goto done;
+  if (judge_device(sl, res, &dev, nogpu, sizeof nogpu)) goto done;
   launch_device ld;
   eval_device_of(dev, &ld);
 
@@ -601,7 +667,7 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
    * are computed by another process, so its seed is the evaluator's own secret (drawn once) */
   uint64_t seed = ev->cfg.seed ? ev->cfg.seed : ev->torch_key[0] ? ev->session_seed : 0;
   eval_shapes_make(ev->recipe, !ev->torch_key[0], &shs);
-  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, ev->cfg.race ? ev->incumbent_ms : 0, req,
+  if (eval_build_request(ev->recipe, &shs, &ev->cfg, seed, ev->cfg.race ? incumbent(ev) : 0, req,
                          ncand, &err)) {
     set_verdict(res, "error", "compile", "the recipe: %s", err.msg);
     goto done;
@@ -631,24 +697,24 @@ static cJSON *judge(evaluator *ev, const eval_candidate *cand, built *b) {
     blobs[i] = tri ? (kevo_blob){b->tp.jobs[i].mod->cubin, b->tp.jobs[i].mod->cubin_size}
                    : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
   kevo_frame reply;
-  evalclient_stats before = evalclient_get_stats(ev->client);
+  evalclient_stats before = sl->t->ops->stats(sl->t->self);
   double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : EVAL_DEFAULT_DEADLINE_S;
   int wrc;
   if (ev->torch_key[0]) {
-    wrc = torch_request(ev, req, blobs, (size_t)ncand, deadline, &reply, &err);
+    wrc = torch_request(ev, sl, req, blobs, (size_t)ncand, deadline, &reply, &err);
     goto judged;
   }
   if (reference_plans(ev, res, &shs, &ld, ncand, shapes)) goto done;
 
   blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
-  wrc = evalclient_request(ev->client, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
+  wrc = sl->t->ops->request(sl->t->self, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
 judged:
   if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
                 "no result within %.0f s: the kernel probably never finishes (the worker was "
                 "killed and replaced)",
                 deadline);
-  } else if (wrc == KEVO_E_WORKER && evalclient_get_stats(ev->client).deaths > before.deaths) {
+  } else if (wrc == KEVO_E_WORKER && sl->t->ops->stats(sl->t->self).deaths > before.deaths) {
     set_verdict(res, "crash", "verify", "%s: the kernel took the worker down with it", err.msg);
   } else if (wrc) {
     set_verdict(res, "error", "verify", "%s", err.msg);
@@ -785,6 +851,44 @@ static void *compile_main(void *arg) {
   return NULL;
 }
 
+/* The judging side of a batch: every slot of the pool takes the next candidate not yet taken
+ * (in batch order) once it is compiled, judges it on its worker and puts its result at the
+ * candidate's index; one thread per slot, so a batch runs on every GPU at once. Results land
+ * by index, never in the order they come back: the batch's answer (and so the journal) does
+ * not depend on which GPU was faster (docs/resume.md "Many GPUs"). */
+typedef struct judge_pipe {
+  evaluator *ev;
+  compile_pipe *cp;
+  const eval_candidate *cands;
+  built *bs;
+  cJSON **results;
+  size_t next; /* the next candidate to take, under cp->mu */
+  int nomem;
+} judge_pipe;
+
+static void judge_each(void *arg, size_t slot) {
+  judge_pipe *jp = arg;
+  compile_pipe *cp = jp->cp;
+  for (;;) {
+    pthread_mutex_lock(&cp->mu);
+    size_t i = jp->next;
+    if (i < cp->n && !jp->nomem)
+      jp->next++;
+    else
+      i = cp->n;
+    while (i < cp->n && cp->done <= i)
+      pthread_cond_wait(&cp->cv, &cp->mu);
+    pthread_mutex_unlock(&cp->mu);
+    if (i >= cp->n) return;
+    jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i]);
+    if (!jp->results[i]) {
+      pthread_mutex_lock(&cp->mu);
+      jp->nomem = 1;
+      pthread_mutex_unlock(&cp->mu);
+    }
+  }
+}
+
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err) {
   for (size_t i = 0; i < n; i++) {
@@ -800,27 +904,23 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
   pthread_t th;
   int threaded = pthread_create(&th, NULL, compile_main, &cp) == 0;
   if (!threaded) compile_main(&cp);
-  /* Meanwhile: the worker's hello, the reference, and the Triton candidates (their launch
+  /* Meanwhile: the workers' hello, the reference, and the Triton candidates (their launch
    * chunks give the signatures; then every Triton compile at once). */
   const cJSON *dev = NULL;
   kevo_error derr = {0};
-  int have_dev = evaluator_device(ev, &dev, &derr) == KEVO_OK;
+  int drc = evaluator_device(ev, &dev, &derr), have_dev = drc == KEVO_OK;
+  if (drc == KEVO_E_ARG) { /* GPUs of two models: no result of this pool may be compared */
+    *err = derr;
+    rc = drc; /* nothing is judged; the compile thread still runs to its end */
+  }
   compile_reference(ev);
   for (size_t i = 0; i < n; i++)
     if (!strcmp(cands[i].lang, "triton"))
       triton_prepare(ev, &cands[i], have_dev ? dev : NULL, &bs[i]);
   compile_triton(ev, cands, bs, n);
-  for (size_t i = 0; i < n; i++) {
-    pthread_mutex_lock(&cp.mu);
-    while (cp.done <= i)
-      pthread_cond_wait(&cp.cv, &cp.mu);
-    pthread_mutex_unlock(&cp.mu);
-    results[i] = judge(ev, &cands[i], &bs[i]);
-    if (!results[i]) {
-      rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");
-      break;
-    }
-  }
+  judge_pipe jp = {.ev = ev, .cp = &cp, .cands = cands, .bs = bs, .results = results};
+  if (rc == KEVO_OK) eval_pool_each(ev->pool, ev->nslots < n ? ev->nslots : n, judge_each, &jp);
+  if (jp.nomem && rc == KEVO_OK) rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");
   if (threaded) pthread_join(th, NULL);
   pthread_mutex_destroy(&cp.mu);
   pthread_cond_destroy(&cp.cv);

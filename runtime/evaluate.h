@@ -15,6 +15,7 @@
 
 #include "cuda_compile.h"
 #include "eval_client.h"
+#include "eval_pool.h"
 #include "recipe.h"
 #include "status.h"
 
@@ -56,10 +57,16 @@ typedef struct eval_config {
 
 typedef struct evaluator evaluator;
 
-/* An evaluator for `recipe` (it takes ownership and frees it) with a worker client made from
- * wopts (NULL: defaults). cfg NULL: EVAL_CONFIG_DEFAULT. */
+/* An evaluator for `recipe` (it takes ownership and frees it, also on failure) with one local
+ * worker made from wopts (NULL: defaults). cfg NULL: EVAL_CONFIG_DEFAULT. */
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err);
+/* The same over a pool of workers (eval_pool.h; it takes ownership of recipe and pool, also on
+ * failure): a batch is spread over the pool's workers, one thread each. */
+int evaluator_new_pool(kevo_recipe *recipe, eval_pool *pool, const eval_config *cfg,
+                       evaluator **out, kevo_error *err);
+/* How many workers the evaluator's pool has. */
+size_t evaluator_workers(const evaluator *ev);
 void evaluator_free(evaluator *ev);
 
 const kevo_recipe *evaluator_recipe(const evaluator *ev);
@@ -85,14 +92,18 @@ int evaluator_check_space(evaluator *ev, size_t seed, kevo_error *err);
 int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kevo_error *err);
 
 /* Judges n candidates: compiles every CUDA one at once (cuda_compile_many), then verifies and
- * times them one after another on the worker. results[i] as evaluator_run gives it. */
+ * times them on the pool's workers, each taking the next compiled candidate in batch order
+ * (one after another with one worker). results[i] as evaluator_run gives it, whatever order
+ * the workers finish in. KEVO_E_ARG (nothing judged) when the pool's GPUs are of two models. */
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err);
 
-/* The worker's device (its hello), starting the worker if needed. KEVO_E_NOGPU without one. */
+/* The worker's device (its hello), starting the worker if needed. KEVO_E_NOGPU without one.
+ * With a pool of several: every worker's hello at once, and KEVO_E_ARG when their GPUs are of
+ * two models (eval_pool_devices); *device is the first one's. */
 int evaluator_device(evaluator *ev, const cJSON **device, kevo_error *err);
 
-/* Worker statistics (spawns, kills, deaths), for benchmarks and tests. */
+/* Worker statistics (spawns, kills, deaths), summed over the pool, for benchmarks and tests. */
 evalclient_stats evaluator_worker_stats(const evaluator *ev);
 
 /* The feedback text of a shaped result (what evaluator_run puts in "feedback"): compile

@@ -2,7 +2,9 @@
  *   local evaluator = require "kevo.evaluator"
  *   local ev <close> = evaluator.new{recipe = "recipes/softmax.yaml", arch = "sm_90",
  *                                   worker = nil, deadline_s = 120, seed = 0 (secret), trials = 5,
- *                                   bench = true, race = true}
+ *                                   bench = true, race = true, gpus = nil}
+ *       gpus: nil (one worker, the driver's GPU), "all" (one per GPU), or "0,2,3" (one per listed
+ *       GPU): a batch is spread over the workers (eval_pool.h)
  *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
  *       recipe may also be a table or userdata with a `path` field (a loaded recipe).
  *   ev:evaluate{lang = "cuda", source = text, launch = chunk, launch_name =, launch_line =,
@@ -12,7 +14,9 @@
  *   ev:device() -> {name, cc, sms, ...} | nil, "E_NOGPU: ...", "E_NOGPU"
  *   ev:recipe() -> {name, summary, path, params, prompt, reference = src, seeds = {src, ...}}
  *                  src = {lang, file, source, launch, launch_line, space = {KNOB = {v, ...}}}
- *   ev:stats() -> {spawns, kills, deaths, requests}   (the worker's)
+ *   ev:stats() -> {spawns, kills, deaths, requests, workers}   (summed over the workers)
+ *   evaluator.gpus([{worker=}]) -> {{index, name, cc, pci_bus, mem_bytes}, ...} | nil, msg, code
+ *       (the GPUs a worker started here sees; kevo doctor)
  *   ev:close()  (also __close, __gc) */
 #include "eval_client.h"
 #include "evaluate.h"
@@ -40,7 +44,7 @@ static l_evaluator *check_ev(lua_State *L, int idx) {
 
 static int ev_new(lua_State *L) {
   static const char *const keys[] = {"recipe", "arch",  "worker", "deadline_s", "seed",
-                                     "trials", "bench", "race",   NULL};
+                                     "trials", "bench", "race",   "gpus",       NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "evaluator.new", keys);
   lua_getfield(L, 1, "recipe");
@@ -75,7 +79,12 @@ static int ev_new(lua_State *L) {
   int rc = kevo_recipe_find(path, found, sizeof found, &err);
   if (!rc) rc = kevo_recipe_load(found, &r, &err);
   if (rc) return kevo_l_fail_err(L, &err);
-  rc = evaluator_new(r, &wo, &cfg, &e->ev, &err);
+  const char *gpus = kevo_l_optstr(L, 1, "gpus", NULL);
+  eval_pool *pool = NULL;
+  rc = eval_pool_local(gpus, &wo, &pool, &err);
+  if (rc) kevo_recipe_free(r);
+  if (rc == KEVO_E_ARG) return luaL_error(L, "evaluator.new: %s", err.msg);
+  if (!rc) rc = evaluator_new_pool(r, pool, &cfg, &e->ev, &err);
   if (rc) return kevo_l_fail_err(L, &err);
   return 1;
 }
@@ -258,6 +267,8 @@ static int ev_stats(lua_State *L) {
   lua_setfield(L, -2, "deaths");
   lua_pushinteger(L, s.requests);
   lua_setfield(L, -2, "requests");
+  lua_pushinteger(L, (lua_Integer)evaluator_workers(e->ev));
+  lua_setfield(L, -2, "workers");
   return 1;
 }
 
@@ -355,6 +366,19 @@ static int ev_probe(lua_State *L) {
   return 1;
 }
 
+/* evaluator.gpus([{worker=}]) -> list | nil, msg, code (eval_pool_list_gpus). */
+static int ev_gpus(lua_State *L) {
+  static const char *const keys[] = {"worker", NULL};
+  kevo_l_checkopts(L, 1, "evaluator.gpus", keys);
+  evalclient_opts o = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
+  cJSON *list = NULL;
+  kevo_error err = {0};
+  if (eval_pool_list_gpus(&o, &list, &err)) return kevo_l_fail_err(L, &err);
+  kevo_l_pushjson(L, list);
+  cJSON_Delete(list);
+  return 1;
+}
+
 int luaopen_kevo_evaluator(lua_State *L);
 int luaopen_kevo_evaluator(lua_State *L) {
   static const luaL_Reg methods[] = {{"evaluate", ev_evaluate}, {"evaluate_many", ev_evaluate_many},
@@ -362,7 +386,8 @@ int luaopen_kevo_evaluator(lua_State *L) {
                                      {"recipe", ev_recipe},     {"stats", ev_stats},
                                      {"close", ev_gc},          {NULL, NULL}};
   kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
-  static const luaL_Reg fns[] = {{"new", ev_new}, {"probe", ev_probe}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {
+      {"new", ev_new}, {"probe", ev_probe}, {"gpus", ev_gpus}, {NULL, NULL}};
   luaL_newlib(L, fns);
   return 1;
 }

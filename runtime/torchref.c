@@ -199,9 +199,15 @@ static int spawn(const char *mode, const char *problem, const torchref_opts *o, 
   }
   extern char **environ;
   char *envp[128];
+  char gpu_entry[100];
   int ne = 0;
+  if (o && o->gpu) { /* the bridge runs on its worker's GPU (kevo run --gpus) */
+    snprintf(gpu_entry, sizeof gpu_entry, "CUDA_VISIBLE_DEVICES=%s", o->gpu);
+    envp[ne++] = gpu_entry;
+  }
   for (char **e = environ; *e && ne < 127; e++)
-    if (env_allowed(*e)) envp[ne++] = *e;
+    if (env_allowed(*e) && !(o && o->gpu && !strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21)))
+      envp[ne++] = *e;
   envp[ne] = NULL;
   pid_t parent = getpid();
   pid_t pid = fork();

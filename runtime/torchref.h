@@ -20,6 +20,7 @@ typedef struct torchref torchref;
 typedef struct torchref_opts {
   const char *python;     /* NULL: $KEVO_PYTHON, $KEVO_TORCH_PYTHON, else python3 on PATH */
   double start_timeout_s; /* describe, or importing torch and building the model; 0: 300 */
+  const char *gpu;        /* CUDA_VISIBLE_DEVICES for the bridge; NULL: the driver's */
 } torchref_opts;
 
 /* The interpreter: opts->python, $KEVO_PYTHON (kevo's one python variable, Triton's too),

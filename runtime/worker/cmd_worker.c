@@ -111,6 +111,16 @@ static int worker_main(int argc, char **argv) {
       } else {
         msg = kevo_gpu_error_reply(kevo_code(gerr.status), gerr.msg);
       }
+    } else if (!strcmp(op, "devices")) { /* every GPU this worker could see (kevo --gpus all) */
+      cJSON *list = NULL;
+      kevo_error lerr = {0};
+      if (kevo_gpu_list(&list, &lerr)) {
+        msg = kevo_gpu_error_reply(kevo_code(lerr.status), lerr.msg);
+      } else {
+        msg = cJSON_CreateObject();
+        cJSON_AddBoolToObject(msg, "ok", 1);
+        cJSON_AddItemToObject(msg, "devices", list);
+      }
     } else if (!strcmp(op, "evaluate")) {
       msg = gpu ? kevo_gpu_evaluate(gpu, f.header, f.blobs, f.nblobs, &fatal)
                 : no_gpu_result(gerr.msg);
@@ -145,7 +155,8 @@ const struct kevo_command kevo_cmd_worker = {
     "worker", "the evaluator process that owns a GPU (started by kevo itself)",
     "usage: kevo worker [--device N]\n\n"
     "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
-    "evaluate, inputs, put_reference, profile, bye. Not meant to be run by hand: the driver starts "
+    "devices, evaluate, inputs, put_reference, profile, bye. Not meant to be run by hand: the "
+    "driver starts "
     "one\n"
     "per GPU.\n\n"
     "kevo worker --redis redis://host:port/db [--password-env VAR] [--device N] takes jobs from\n"

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define DRV (&g->drv)
@@ -151,8 +152,10 @@ int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
   if (rc) goto fail;
   measure_rates(g);
   char bus[64] = "";
-  if (DRV->cuDeviceGetPCIBusId(bus, sizeof bus, g->dev) == CUDA_SUCCESS)
+  if (DRV->cuDeviceGetPCIBusId(bus, sizeof bus, g->dev) == CUDA_SUCCESS) {
     g->nvml = kevo_nvml_open(bus);
+    snprintf(g->pci_bus, sizeof g->pci_bus, "%s", bus);
+  }
   int max_mhz = kevo_nvml_sm_clock_max(g->nvml);
   if (max_mhz > 0) g->clock_mhz = max_mhz;
   /* Hopper's dense FP8 tensor-core rate, 8192 FLOP per SM per clock: the highest arithmetic
@@ -209,5 +212,47 @@ cJSON *kevo_gpu_device_json(const kevo_gpu *g) {
   for (int k = 0; k < DK_RATE_KINDS; k++)
     if (g->rate_tflops[k] > 0)
       cJSON_AddNumberToObject(m, rate_names[k], round(g->rate_tflops[k] * 10) / 10);
+  if (g->pci_bus[0]) cJSON_AddStringToObject(d, "pci_bus", g->pci_bus);
   return d;
+}
+
+int kevo_gpu_list(cJSON **out, kevo_error *err) {
+  *out = NULL;
+  cudrv drv = {0};
+  int rc = cudrv_load(&drv, err), count = 0;
+  if (rc) return rc;
+  CUresult r = drv.cuInit(0);
+  if (r == CUDA_SUCCESS) r = drv.cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) {
+    rc = kevo_fail(err, KEVO_E_NOGPU, "cuInit: %s: %s", cudrv_errname(&drv, r),
+                   cudrv_errstr(&drv, r));
+    cudrv_unload(&drv);
+    return rc;
+  }
+  cJSON *list = cJSON_CreateArray();
+  for (int i = 0; list && i < count; i++) {
+    CUdevice dev;
+    if (drv.cuDeviceGet(&dev, i) != CUDA_SUCCESS) continue;
+    char name[256] = "", bus[64] = "";
+    int major = 0, minor = 0;
+    size_t mem = 0;
+    drv.cuDeviceGetName(name, sizeof name - 1, dev);
+    drv.cuDeviceGetPCIBusId(bus, sizeof bus, dev);
+    drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    drv.cuDeviceTotalMem(&mem, dev);
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddNumberToObject(d, "index", i);
+    cJSON_AddStringToObject(d, "name", name);
+    cJSON *cc = cJSON_AddArrayToObject(d, "cc");
+    cJSON_AddItemToArray(cc, cJSON_CreateNumber(major));
+    cJSON_AddItemToArray(cc, cJSON_CreateNumber(minor));
+    cJSON_AddStringToObject(d, "pci_bus", bus);
+    cJSON_AddNumberToObject(d, "mem_bytes", (double)mem);
+    cJSON_AddItemToArray(list, d);
+  }
+  cudrv_unload(&drv);
+  if (!list) return kevo_fail(err, KEVO_E_NOMEM, "no memory for the device list");
+  *out = list;
+  return KEVO_OK;
 }

@@ -15,4 +15,9 @@ void kevo_gpu_close(kevo_gpu *g);
  * copy_gbps, peak_tflops, clock_mhz). The caller owns it. */
 cJSON *kevo_gpu_device_json(const kevo_gpu *g);
 
+/* Every device the driver sees, without making a context: *out a JSON array of {"index",
+ * "name", "cc", "pci_bus", "mem_bytes"} (the `devices` op). KEVO_E_NOGPU without a driver or
+ * a device. */
+int kevo_gpu_list(cJSON **out, kevo_error *err);
+
 #endif

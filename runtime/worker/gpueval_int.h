@@ -61,6 +61,7 @@ struct kevo_gpu {
   devk dk;
   kevo_nvml *nvml;
   char name[256];
+  char pci_bus[32]; /* names the physical GPU whatever CUDA_VISIBLE_DEVICES says */
   int cc_major, cc_minor, sms, clock_mhz, driver;
   size_t mem_bytes, l2_bytes;
   double copy_gbps, peak_tflops;

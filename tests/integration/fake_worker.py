@@ -19,7 +19,13 @@ KEVO_FAKE_CC=8,0 makes the device another architecture (cc [8, 0]); KEVO_FAKE_SL
 evaluate take S seconds first (a slow worker).
 
 hello's device also reports which environment variables the worker can see ("env"), so tests
-can check the driver scrubbed it. Every request is logged (op, id) to $KEVO_FAKE_LOG if set.
+can check the driver scrubbed it. Every request is logged (op, id, pid, CUDA_VISIBLE_DEVICES)
+to $KEVO_FAKE_LOG if set.
+
+Many GPUs (kevo run --gpus): the `devices` op lists $KEVO_FAKE_GPUS fake GPUs (default 2);
+hello's device is named after CUDA_VISIBLE_DEVICES ("Fake GPU", or the name
+$KEVO_FAKE_GPU_NAMES gives that GPU: "1=Other GPU,3=Other GPU"), with a pci_bus naming it;
+$KEVO_FAKE_EVAL_S makes every evaluate take that long (concurrency tests).
 """
 import json
 import os
@@ -135,17 +141,31 @@ def main():
         op, rid = req.get("op"), req.get("id")
         if log:
             with open(log, "a") as f:
-                f.write("%s %s %d\n" % (op, rid, os.getpid()))
+                f.write("%s %s %d %s\n" % (op, rid, os.getpid(),
+                                            os.environ.get("CUDA_VISIBLE_DEVICES", "-")))
         if op == "bye":
             return 0
         if op == "hello":
             if mode == "nogpu":
                 write_frame(out, {"id": rid, "ok": False, "error": "E_NOGPU: no CUDA driver (fake)"})
                 continue
+            gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "0")
+            names = dict(kv.split("=", 1) for kv in
+                         os.environ.get("KEVO_FAKE_GPU_NAMES", "").split(",") if "=" in kv)
             write_frame(out, {"id": rid, "ok": True, "device": {
-                "name": "Fake GPU", "cc": cc, "sms": 132, "mem_bytes": 150 << 30,
-                "l2_bytes": 60 << 20, "driver": 13000, "copy_gbps": 4280.0,
+                "name": names.get(gpu, "Fake GPU"), "cc": cc, "sms": 132,
+                "mem_bytes": 150 << 30, "l2_bytes": 60 << 20, "driver": 13000,
+                "copy_gbps": 4280.0, "pci_bus": "00000000:%02X:00.0" % (0x10 + int(gpu or 0)),
                 "env": sorted(os.environ)}})
+            continue
+        if op == "devices":
+            if mode == "nogpu":
+                write_frame(out, {"id": rid, "ok": False, "error": "E_NOGPU: no CUDA driver (fake)"})
+                continue
+            n = int(os.environ.get("KEVO_FAKE_GPUS", "2"))
+            write_frame(out, {"id": rid, "ok": True, "devices": [
+                {"index": i, "name": "Fake GPU", "cc": [9, 0], "pci_bus": "00000000:%02X:00.0" %
+                 (0x10 + i), "mem_bytes": 150 << 30} for i in range(n)]})
             continue
         if op != "evaluate":
             write_frame(out, {"id": rid, "ok": False, "verdict": "error", "message": "unknown op"})
@@ -168,6 +188,8 @@ def main():
             write_frame(out, {"id": rid, "ok": False, "verdict": "crash", "stage": "verify",
                               "message": "an illegal memory access was encountered"})
             return 0
+        if os.environ.get("KEVO_FAKE_EVAL_S"):
+            time.sleep(float(os.environ["KEVO_FAKE_EVAL_S"]))
         res = reply_ok(req, blobs)
         res["id"] = rid
         write_frame(out, res)
