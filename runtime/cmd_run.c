@@ -144,6 +144,7 @@ static int host_resolve_llm(lua_State *L) {
 
 static const char *find_flag(int argc, char **argv, const char *flag);
 static void set_llm_config(lua_State *L, const char *flag);
+static void set_gpus_config(lua_State *L);
 
 static void push_host(lua_State *L, int argc, char **argv) {
   static const luaL_Reg fns[] = {{"interrupted", host_interrupted},
@@ -161,6 +162,7 @@ static void push_host(lua_State *L, int argc, char **argv) {
   lua_pushboolean(L, isatty(STDERR_FILENO));
   lua_setfield(L, -2, "tty");
   set_llm_config(L, find_flag(argc, argv, "--llm"));
+  set_gpus_config(L);
 }
 
 /* The value of option `flag` (the last one given), read before the state exists, or NULL. */
@@ -235,6 +237,33 @@ static void set_llm_config(lua_State *L, const char *flag) {
   resolve_llm(L, flag); /* stack: host json|nil msg|nil */
   lua_setfield(L, -3, "llm_config_error");
   lua_setfield(L, -2, "llm_config");
+}
+
+/* kevo.conf's `gpus` (kevo.config.gpus, read in a trusted state as the LLM settings are): sets
+ * host.gpus_config (text) or host.gpus_config_error on the table at the top of L. */
+static const char GPUS_CONFIG_CHUNK[] = "local v, msg = require('kevo.config').gpus{dir = '.'}\n"
+                                        "if msg then return nil, msg end\n"
+                                        "return v\n";
+
+static void set_gpus_config(lua_State *L) {
+  kevo_error err = {0};
+  kevo_lua_opts topts = {0};
+  lua_State *T = kevo_lua_new(&topts, &err);
+  if (!T) return;
+  if (kevo_lua_load(T, GPUS_CONFIG_CHUNK, sizeof GPUS_CONFIG_CHUNK - 1, "=gpus config") == LUA_OK &&
+      kevo_lua_pcall(T, 0, 2) == LUA_OK) {
+    if (lua_isstring(T, -2)) {
+      lua_pushstring(L, lua_tostring(T, -2));
+      lua_setfield(L, -2, "gpus_config");
+    } else if (lua_isstring(T, -1)) {
+      lua_pushstring(L, lua_tostring(T, -1));
+      lua_setfield(L, -2, "gpus_config_error");
+    }
+  } else {
+    lua_pushstring(L, lua_tostring(T, -1));
+    lua_setfield(L, -2, "gpus_config_error");
+  }
+  kevo_lua_close(T);
 }
 
 /* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with
@@ -323,6 +352,9 @@ const struct kevo_command kevo_cmd_run = {
     "  --seed N               the run's seed: the same seed and results give the same run (1)\n"
     "  --db PATH              the archive (default $KEVO_DB or ./kevo.db)\n"
     "  --arch sm_XX           compile for this GPU architecture (default: the GPU's, or sm_90)\n"
+    "  --gpus all|0,2,3       one worker per GPU, each batch spread over them (default: one\n"
+    "                         worker; or `gpus =` in kevo.conf); GPUs of two models are\n"
+    "                         refused. May change on --resume: results do not depend on it\n"
     "  --out DIR              where the best kernel is written (default kevo-out/<run>/)\n"
     "  --resume RUN           go on with a run that was killed: its journal is read back (no\n"
     "                         evaluation redone, no LLM call paid twice), then it runs live;\n"

@@ -17,6 +17,9 @@
  *   ev:stats() -> {spawns, kills, deaths, requests, workers}   (summed over the workers)
  *   evaluator.gpus([{worker=}]) -> {{index, name, cc, pci_bus, mem_bytes}, ...} | nil, msg, code
  *       (the GPUs a worker started here sees; kevo doctor)
+ *   evaluator.probe_workers{gpus=, worker=} -> {{label, gpu, pid, device = {...} | error}, ...}
+ *       | nil, msg, code: one worker per GPU of the list started and greeted at once, then
+ *       stopped (kevo doctor)
  *   ev:close()  (also __close, __gc) */
 #include "eval_client.h"
 #include "evaluate.h"
@@ -379,6 +382,56 @@ static int ev_gpus(lua_State *L) {
   return 1;
 }
 
+typedef struct probe_job {
+  eval_pool *pool;
+  const cJSON *dev[1024];
+  int rc[1024];
+  kevo_error err[1024];
+} probe_job;
+
+static void probe_one(void *arg, size_t i) {
+  probe_job *j = arg;
+  eval_transport *t = eval_pool_at(j->pool, i);
+  j->rc[i] = t->ops->device(t->self, &j->dev[i], &j->err[i]);
+}
+
+static int ev_probe_workers(lua_State *L) {
+  static const char *const keys[] = {"worker", "gpus", NULL};
+  luaL_checktype(L, 1, LUA_TTABLE);
+  kevo_l_checkopts(L, 1, "evaluator.probe_workers", keys);
+  evalclient_opts o = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
+  const char *gpus = kevo_l_optstr(L, 1, "gpus", "all");
+  probe_job *j = calloc(1, sizeof *j);
+  if (!j) return luaL_error(L, "evaluator.probe_workers: out of memory");
+  kevo_error err = {0};
+  if (eval_pool_local(gpus, &o, &j->pool, &err)) {
+    free(j);
+    return kevo_l_fail_err(L, &err);
+  }
+  size_t n = eval_pool_size(j->pool);
+  eval_pool_each(j->pool, n, probe_one, j);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    eval_transport *t = eval_pool_at(j->pool, i);
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, t->label);
+    lua_setfield(L, -2, "label");
+    lua_pushstring(L, t->gpu);
+    lua_setfield(L, -2, "gpu");
+    if (j->rc[i]) {
+      lua_pushstring(L, j->err[i].msg);
+      lua_setfield(L, -2, "error");
+    } else {
+      kevo_l_pushjson(L, j->dev[i]);
+      lua_setfield(L, -2, "device");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  eval_pool_free(j->pool);
+  free(j);
+  return 1;
+}
+
 int luaopen_kevo_evaluator(lua_State *L);
 int luaopen_kevo_evaluator(lua_State *L) {
   static const luaL_Reg methods[] = {{"evaluate", ev_evaluate}, {"evaluate_many", ev_evaluate_many},
@@ -386,8 +439,11 @@ int luaopen_kevo_evaluator(lua_State *L) {
                                      {"recipe", ev_recipe},     {"stats", ev_stats},
                                      {"close", ev_gc},          {NULL, NULL}};
   kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
-  static const luaL_Reg fns[] = {
-      {"new", ev_new}, {"probe", ev_probe}, {"gpus", ev_gpus}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"new", ev_new},
+                                 {"probe", ev_probe},
+                                 {"gpus", ev_gpus},
+                                 {"probe_workers", ev_probe_workers},
+                                 {NULL, NULL}};
   luaL_newlib(L, fns);
   return 1;
 }

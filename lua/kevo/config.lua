@@ -3,6 +3,8 @@
 --
 --   config.read(path)                 -> {key = {value=, line=}} | nil, msg, "E_PARSE"/"E_IO"
 --   config.llm{dir=, file=, env=, flags=} -> resolved LLM settings | nil, msg, code
+--   config.gpus{dir=, file=}          -> the `gpus` key's text (kevo run --gpus) | nil |
+--                                        nil, msg, code
 --
 -- kevo.conf holds `key = value` lines; `#` starts a comment; values are numbers, true/false,
 -- or text (quotes optional). Keys are dotted by subsystem ("llm.base_url"); a subsystem reads
@@ -202,6 +204,21 @@ function M.llm(opts)
   end
   c.source = src
   return c
+end
+
+-- The `gpus = all | 0,2,3` key of kevo.conf (the GPUs kevo run and kevo suite spread their
+-- evaluations over when --gpus is not given): its text, nil when absent, or nil, msg, code.
+function M.gpus(opts)
+  opts = opts or {}
+  local path = opts.file or ((opts.dir or ".") .. "/kevo.conf")
+  if not file_exists(path) then return nil end
+  local t, msg, code = M.read(path)
+  if not t then return nil, msg, code end
+  local e = t.gpus
+  if not e then return nil end
+  local v = tostring(e.value)
+  if type(e.value) == "number" then v = tostring(math.tointeger(e.value) or e.value) end
+  return v
 end
 
 return M

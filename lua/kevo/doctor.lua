@@ -54,6 +54,50 @@ local function check_gpu()
             dev.copy_gbps or 0)}
 end
 
+-- The GPUs a worker sees, and one worker started on each at once (what `kevo run --gpus all`
+-- does): a row with a line per GPU and its worker.
+local function check_gpus()
+  local evaluator = try_require "kevo.evaluator"
+  if not evaluator then return {item = "GPUs", ok = nil, detail = "kevo.evaluator is not built"} end
+  local conf = require("kevo.config").gpus{dir = "."}
+  local setting = conf and ("kevo.conf: gpus = " .. conf) or "kevo.conf sets no gpus: one worker"
+  local list, msg = evaluator.gpus()
+  if not list then
+    return {item = "GPUs", ok = nil,
+            detail = "none" .. (tostring(msg):find("E_NOGPU", 1, true) and " (see GPU)" or
+                                (": " .. tostring(msg)))}
+  end
+  local workers = evaluator.probe_workers{gpus = "all"} or {}
+  local lines, models, nmodels, ok = {}, {}, 0, true
+  for i, g in ipairs(list) do
+    local w = workers[i] or {}
+    local d = w.device or g -- what the worker measures on, else what the driver lists
+    local model = ("%s (sm_%d%d)"):format(d.name, d.cc[1], d.cc[2])
+    if not models[model] then models[model], nmodels = true, nmodels + 1 end
+    local wtext
+    if w.device then
+      wtext = ("worker ok, copy %.0f GB/s"):format(w.device.copy_gbps or 0)
+    else
+      ok = false
+      wtext = "worker failed: " .. tostring(w.error or "not started")
+    end
+    lines[i] = ("gpu %d: %s, %.0f GB, bus %s; %s"):format(g.index, model, (g.mem_bytes or 0) / 1e9,
+                                                          g.pci_bus or "?", wtext)
+  end
+  local detail = ("%d GPU%s; --gpus all starts %d worker%s (%s)"):format(#list,
+    #list == 1 and "" or "s", #list, #list == 1 and "" or "s", setting)
+  local fix
+  if nmodels > 1 then
+    ok = false
+    detail = detail .. "; GPUs of " .. nmodels .. " models"
+    fix = "--gpus all is refused (speed-ups are compared on one model only): give --gpus the " ..
+          "numbers of GPUs of one model"
+  elseif not ok then
+    fix = "see the worker's message; kevo run --gpus leaves out no GPU it was given"
+  end
+  return {item = "GPUs", ok = ok, detail = detail, lines = lines, fix = fix}
+end
+
 local function check_archive()
   local archive, why = try_require "kevo.archive"
   if not archive then
@@ -123,6 +167,7 @@ function M.main(args)
     {item = "kevo", ok = true, detail = ("%s (%s)"):format(kevo.version, kevo.commit)},
     check_nvrtc(),
     check_gpu(),
+    check_gpus(),
     check_archive(),
     check_triton(),
     check_llm(opts.probe_llm),
@@ -134,6 +179,7 @@ function M.main(args)
     for _, r in ipairs(rows) do
       local mark = r.ok == true and "ok  " or (r.ok == nil and "--  " or "MISS")
       print(("%s %-8s %s"):format(mark, r.item, r.detail or ""))
+      for _, line in ipairs(r.lines or {}) do print(("              %s"):format(line)) end
       if r.ok ~= true and r.fix then print(("              fix: %s"):format(r.fix)) end
     end
     print(can_search and "kevo can search for kernels here."

@@ -20,9 +20,9 @@ local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 local USAGE = "usage: kevo run RECIPE [--strategy NAME|FILE] [--llm PROVIDER:MODEL] " ..
               "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
-              "[--seed N] [--db PATH] [--arch sm_XX] [--out DIR]\n" ..
+              "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1,...] [--out DIR]\n" ..
               "       kevo run --resume RUN [--max-evals N] [--time DURATION] " ..
-              "[--budget-tokens N] [--db PATH] [--out DIR] (see kevo run --help)"
+              "[--budget-tokens N] [--gpus ...] [--db PATH] [--out DIR] (see kevo run --help)"
 
 local Usage = {}
 local function usage_error(fmt, ...)
@@ -54,12 +54,29 @@ local function positive_int(flag, v)
   return n
 end
 
+-- nil when v is a GPU list --gpus takes ("all", or GPU numbers separated by commas, each
+-- once), else what is wrong with it.
+function M.gpus_problem(v)
+  v = tostring(v)
+  if v == "all" then return nil end
+  if not v:match("^%d+$") and not v:match("^%d+[%d,]*%d$") or v:find(",,", 1, true) then
+    return "takes all or GPU numbers separated by commas (0,2,3), got '" .. v .. "'"
+  end
+  local seen = {}
+  for n in v:gmatch("%d+") do
+    if seen[tonumber(n)] then return "'" .. v .. "': GPU " .. n .. " twice" end
+    seen[tonumber(n)] = true
+  end
+  return nil
+end
+
 -- Parses argv (a list) into a config table; raises a Usage error on bad usage.
 function M.parse_args(argv)
   local cfg = {sets = {}, seed = 1}
   local takes = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
                  ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
-                 ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true}
+                 ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true,
+                 ["--gpus"] = true}
   local given = {}
   local i = 1
   while i <= #argv do
@@ -110,6 +127,10 @@ function M.parse_args(argv)
         end
         cfg.arch = val
       elseif flag == "--out" then cfg.out = val
+      elseif flag == "--gpus" then
+        local bad = M.gpus_problem(val)
+        if bad then usage_error("--gpus %s", bad) end
+        cfg.gpus = val
       end
     elseif cfg.recipe then
       usage_error("one recipe expected, got '%s' and '%s'", cfg.recipe, a)
@@ -355,10 +376,17 @@ local function make_evaluator(task, cfg, host, spec)
   if not ok then
     error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0)
   end
-  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch}
+  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch, gpus = cfg.gpus}
   if not ev then
     if code == "E_NOGPU" then error("verification needs a GPU: " .. tostring(msg), 0) end
     error(tostring(msg), 0)
+  end
+  if cfg.gpus then -- every worker greeted now: GPUs of two models are refused before the run
+    local dev, dmsg, dcode = ev:device()
+    if not dev and dcode ~= "E_NOGPU" then
+      ev:close()
+      error(tostring(dmsg):gsub("^E_%u+: ", ""), 0)
+    end
   end
   return {
     -- ask: nil, or {bench = false} for a cheaper level (kevo.search LEVELS: verify only)
@@ -371,6 +399,7 @@ local function make_evaluator(task, cfg, host, spec)
       return ev:evaluate_many(clean)
     end,
     close = function() if ev.close then ev:close() end end,
+    workers = ev:stats().workers,
   }, "gpu"
 end
 
@@ -607,6 +636,7 @@ local function prepare(cfg, host)
     if not db then M.archive_failed(dberr) end
     row, rec = M.recorded(db, cfg.resume)
     cfg.recipe, cfg.strategy, cfg.sets, cfg.arch = rec.recipe, rec.strategy, rec.sets, rec.arch
+    cfg.gpus = cfg.gpus or rec.gpus -- the GPUs may change: results do not depend on them
     cfg.seed = row.seed or 1
     math.randomseed(cfg.seed) -- what the sandbox got from --seed when the run started
   end
@@ -643,6 +673,12 @@ local function prepare(cfg, host)
   if type(ref) == "table" and ref.lang == "torch" and ref.file and not ref.source then
     -- the PyTorch problem is the specification the LLM writes kernels to (kevo.prompt)
     ref.source = host.read_file(ref.file)
+  end
+  if host.gpus_config_error then usage_error("%s", host.gpus_config_error) end
+  if not cfg.gpus and host.gpus_config then
+    local bad = M.gpus_problem(host.gpus_config)
+    if bad then usage_error("kevo.conf: gpus %s", bad) end
+    cfg.gpus = host.gpus_config
   end
   local espec = host.getenv("KEVO_EVALUATOR")
   if espec == "" then espec = nil end
@@ -688,6 +724,7 @@ local function open_tape(r, cfg, host)
                                   opts = sopts, sets = json.array(cfg.sets),
                                   max_tokens = budgets.max_tokens, llm = llm_name(llm_cfg),
                                   max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
+                                  gpus = cfg.gpus,
                                   evaluator = evaluator_name, evaluator_spec = espec}),
     })
     M.open_run = {db = dbpath, id = run_id}
@@ -813,8 +850,11 @@ function M.execute(cfg, host)
   local ctx = make_context(r, cfg, host)
   local run_id, rec, strat, recipe_name, seeds = r.run_id, r.rec, r.strat, r.recipe_name, r.seeds
   local evaluator_name, llm_cfg = r.evaluator_name, r.llm_cfg
-  kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s", run_id,
+  local workers = r.evaluator.workers
+  kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s%s", run_id,
            rec and "resuming " or "", strat.name, recipe_name, #seeds, evaluator_name,
+           workers and workers > 1 and string.format(" (%d workers, --gpus %s)", workers,
+                                                      cfg.gpus) or "",
            llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")
 
   local ok, err = pcall(strat.run, ctx, r.sopts)

@@ -23,6 +23,17 @@ grep -q "sk-doctor-secret" /tmp/kevo-doctor.$$ && { echo "FAIL: the key was prin
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert {c["item"] for c in d["checks"]} >= {"NVRTC","GPU","LLM"}' \
   /tmp/kevo-doctor.$$ || { echo "FAIL: --json"; cat /tmp/kevo-doctor.$$; fail=1; }
 rm -f /tmp/kevo-doctor.$$
+# GPUs and their workers: three stand-in GPUs, a worker started on each; two models refused
+out=$(KEVO_FAKE_GPUS=3 KEVO_WORKER="python3 $KEVO_SRC/tests/integration/fake_worker.py ok" \
+      "$KEVO" doctor --offline 2>&1)
+echo "$out" | grep -qE '^ok   GPUs +3 GPUs; --gpus all starts 3 workers' \
+  || { echo "FAIL: no GPUs line"; echo "$out"; fail=1; }
+[ "$(echo "$out" | grep -cE '^ +gpu [0-2]: Fake GPU \(sm_90\).*worker ok')" = 3 ] \
+  || { echo "FAIL: not one line per GPU and worker"; echo "$out"; fail=1; }
+out=$(KEVO_FAKE_GPU_NAMES=1=Other KEVO_WORKER="python3 $KEVO_SRC/tests/integration/fake_worker.py ok" \
+      "$KEVO" doctor --offline 2>&1)
+echo "$out" | grep -qE '^MISS GPUs .*GPUs of 2 models' \
+  || { echo "FAIL: two models not flagged"; echo "$out"; fail=1; }
 "$KEVO" doctor --bogus >/dev/null 2>&1; [ $? = 2 ] || { echo "FAIL: bad flag is not exit 2"; fail=1; }
 [ $fail = 0 ] && echo "doctor: all passed"
 exit $fail
