@@ -27,7 +27,8 @@ import time
 PROTO_OUT = None  # the real stdout, set by main()
 
 DTYPES = {}  # torch dtype -> kevo name, filled once torch is imported
-SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}
+SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1, "i8": 1,
+         "bool": 1, "f8e4m3": 1, "f8e5m2": 1}
 
 
 class ProblemError(Exception):
@@ -62,7 +63,10 @@ def setup_torch():
     torch.set_float32_matmul_precision("highest")
     DTYPES.update({torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
                    torch.float64: "f64", torch.int32: "i32", torch.int64: "i64",
-                   torch.uint8: "u8"})
+                   torch.uint8: "u8", torch.int8: "i8", torch.bool: "bool"})
+    for name, attr in (("f8e4m3", "float8_e4m3fn"), ("f8e5m2", "float8_e5m2")):
+        if hasattr(torch, attr):  # torch >= 2.1
+            DTYPES[getattr(torch, attr)] = name
     return torch
 
 
@@ -70,7 +74,7 @@ def kevo_dtype(torch, t, what):
     name = DTYPES.get(t.dtype)
     if name is None:
         raise ProblemError("%s has dtype %s, which kevo does not handle (f32 f16 bf16 f64 i32 "
-                           "i64 u8)" % (what, t.dtype))
+                           "i64 u8 i8 bool f8e4m3 f8e5m2)" % (what, t.dtype))
     return name
 
 

@@ -20,10 +20,6 @@
 
 enum { RECIPE_MAX_BYTES = 1 << 20, RECIPE_MAX_DEPTH = 64, PATH_LEN = 256 };
 
-static int dtype_is_int(kevo_dtype dt) {
-  return dt == KEVO_DT_I32 || dt == KEVO_DT_I64 || dt == KEVO_DT_U8;
-}
-
 /* ---- the loader's context and its error helpers ---- */
 
 typedef struct loader {
@@ -421,12 +417,16 @@ static int load_init(loader *ld, const yaml_node_t *n, const char *path, kevo_te
         return FAIL(ld, n, path, "%s(lo, hi): lo (%g) must be below hi (%g)", kinds[kind], a, b);
       if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_U8 && (a < 0 || b > 256))
         return FAIL(ld, n, path, "randint(%g, %g) does not fit u8 (0..256)", a, b);
+      if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_I8 && (a < -128 || b > 128))
+        return FAIL(ld, n, path, "randint(%g, %g) does not fit i8 (-128..128)", a, b);
+      if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_BOOL && (a < 0 || b > 2))
+        return FAIL(ld, n, path, "randint(%g, %g) does not fit bool (0..2)", a, b);
       if (kind == KEVO_INIT_RANDINT && t->dtype == KEVO_DT_I32 &&
           (a < -2147483648.0 || b > 2147483648.0))
         return FAIL(ld, n, path, "randint(%g, %g) does not fit i32", a, b);
     }
   }
-  if (dtype_is_int(t->dtype) && kind != KEVO_INIT_RANDINT)
+  if (kevo_dtype_is_int(t->dtype) && kind != KEVO_INIT_RANDINT)
     return FAIL(ld, n, path, "%s tensors need init: randint(lo, hi)", kevo_dtype_name(t->dtype));
   return KEVO_OK;
 }
@@ -456,11 +456,9 @@ static int load_tensor(loader *ld, yaml_node_t *key, yaml_node_t *n, const char 
   join_key(kp, path, "dtype");
   if ((rc = require_key(ld, n, path, "dtype", &v))) return rc;
   if (v->type != YAML_SCALAR_NODE || is_null(v))
-    return FAIL(ld, v, kp, "expected a dtype (f32, f16, bf16, f64, i32, i64, u8), got %s",
-                describe(v));
+    return FAIL(ld, v, kp, "expected a dtype (" KEVO_DTYPE_NAMES "), got %s", describe(v));
   if (kevo_dtype_parse(scalar(v), &t->dtype))
-    return FAIL(ld, v, kp, "unknown dtype '%s' (one of f32, f16, bf16, f64, i32, i64, u8)",
-                scalar(v));
+    return FAIL(ld, v, kp, "unknown dtype '%s' (one of " KEVO_DTYPE_NAMES ")", scalar(v));
   join_key(kp, path, "shape");
   if ((rc = require_key(ld, n, path, "shape", &v))) return rc;
   if (v->type == YAML_SCALAR_NODE && !is_null(v))
@@ -485,7 +483,7 @@ static int load_tensor(loader *ld, yaml_node_t *key, yaml_node_t *n, const char 
   t->init.kind = KEVO_INIT_NORMAL;
   join_key(kp, path, "init");
   if (role == KEVO_ROLE_INPUT && (v = lookup(ld, n, "init"))) return load_init(ld, v, kp, t);
-  if (role == KEVO_ROLE_INPUT && dtype_is_int(t->dtype))
+  if (role == KEVO_ROLE_INPUT && kevo_dtype_is_int(t->dtype))
     return FAIL(ld, n, kp, "missing: %s tensors need init: randint(lo, hi)",
                 kevo_dtype_name(t->dtype));
   return KEVO_OK;
@@ -530,8 +528,7 @@ static int load_tolerance(loader *ld, const yaml_node_t *top) {
     join_key(tp, "tolerance", scalar(k));
     kevo_tolerance *tol = &ld->r->tolerances[ld->r->ntolerances];
     if (kevo_dtype_parse(scalar(k), &tol->dtype))
-      return FAIL(ld, k, tp, "unknown dtype '%s' (one of f32, f16, bf16, f64, i32, i64, u8)",
-                  scalar(k));
+      return FAIL(ld, k, tp, "unknown dtype '%s' (one of " KEVO_DTYPE_NAMES ")", scalar(k));
     *tol = kevo_recipe_tolerance(NULL, tol->dtype);
     if ((rc = expect_type(ld, v, tp, YAML_MAPPING_NODE))) return rc;
     if ((rc = check_keys(ld, v, tp, (const char *const[]){"atol", "rtol", NULL}))) return rc;

@@ -18,8 +18,14 @@ typedef enum kevo_dtype {
   KEVO_DT_I32,
   KEVO_DT_I64,
   KEVO_DT_U8,
+  KEVO_DT_I8,
+  KEVO_DT_BOOL,   /* one byte, 0 or 1 */
+  KEVO_DT_F8E4M3, /* OCP FP8 E4M3 ("fn": no infinities, NaN 0x7F/0xFF, max 448) */
+  KEVO_DT_F8E5M2, /* OCP FP8 E5M2 (IEEE-like: the top byte of an f16) */
   KEVO_DT_COUNT
 } kevo_dtype;
+/* The dtype names, as error messages list them (recipe_data.c's table in the same order). */
+#define KEVO_DTYPE_NAMES "f32, f16, bf16, f64, i32, i64, u8, i8, bool, f8e4m3, f8e5m2"
 
 const char *kevo_dtype_name(kevo_dtype dt);              /* "f32" */
 size_t kevo_dtype_size(kevo_dtype dt);                   /* bytes per element */
@@ -135,7 +141,10 @@ int kevo_recipe_load(const char *path, kevo_recipe **out, kevo_error *err);
 void kevo_recipe_free(kevo_recipe *r);
 
 /* The tolerance for a dtype (defaults when the recipe gives none: f32 1e-5/1e-5,
- * f16 1e-3/1e-3, bf16 1e-2/1e-2, f64 1e-12/1e-12, integers exact). */
+ * f16 1e-3/1e-3, bf16 1e-2/1e-2, f64 1e-12/1e-12, one unit in the last place for the FP8
+ * types (f8e4m3 atol 2^-9 rtol 0.125, f8e5m2 atol 2^-16 rtol 0.25), integers and bool exact). */
+/* Whether a dtype holds integers (compared exactly, drawn with randint): i32 i64 u8 i8 bool. */
+int kevo_dtype_is_int(kevo_dtype dt);
 kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt);
 
 /* The launch chunk of source s (of recipe r): the recipe's `launch:` text, or else the

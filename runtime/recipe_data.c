@@ -8,9 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dtype_names[KEVO_DT_COUNT] = {"f32", "f16", "bf16", "f64",
-                                                       "i32", "i64", "u8"};
-static const size_t dtype_sizes[KEVO_DT_COUNT] = {4, 2, 2, 8, 4, 8, 1};
+static const char *const dtype_names[KEVO_DT_COUNT] = {
+    "f32", "f16", "bf16", "f64", "i32", "i64", "u8", "i8", "bool", "f8e4m3", "f8e5m2"};
+static const size_t dtype_sizes[KEVO_DT_COUNT] = {4, 2, 2, 8, 4, 8, 1, 1, 1, 1, 1};
+
+int kevo_dtype_is_int(kevo_dtype dt) {
+  return dt == KEVO_DT_I32 || dt == KEVO_DT_I64 || dt == KEVO_DT_U8 || dt == KEVO_DT_I8 ||
+         dt == KEVO_DT_BOOL;
+}
 
 const char *kevo_dtype_name(kevo_dtype dt) {
   return (unsigned)dt < KEVO_DT_COUNT ? dtype_names[dt] : "?";
@@ -32,9 +37,16 @@ int kevo_dtype_parse(const char *name, kevo_dtype *out) {
 kevo_tolerance kevo_recipe_tolerance(const kevo_recipe *r, kevo_dtype dt) {
   for (size_t k = 0; r && k < r->ntolerances; k++)
     if (r->tolerances[k].dtype == dt) return r->tolerances[k];
-  static const double defaults[KEVO_DT_COUNT] = {1e-5, 1e-3, 1e-2, 1e-12, 0, 0, 0};
-  double t = (unsigned)dt < KEVO_DT_COUNT ? defaults[dt] : 0;
-  return (kevo_tolerance){dt, t, t};
+  /* FP8: one unit in the last place (a rounding of the same value either way), relative for
+   * normal numbers, absolute (the smallest subnormal step) near zero */
+  static const double atol[KEVO_DT_COUNT] = {
+      [KEVO_DT_F32] = 1e-5,  [KEVO_DT_F16] = 1e-3,      [KEVO_DT_BF16] = 1e-2,
+      [KEVO_DT_F64] = 1e-12, [KEVO_DT_F8E4M3] = 0x1p-9, [KEVO_DT_F8E5M2] = 0x1p-16};
+  static const double rtol[KEVO_DT_COUNT] = {
+      [KEVO_DT_F32] = 1e-5,  [KEVO_DT_F16] = 1e-3,     [KEVO_DT_BF16] = 1e-2,
+      [KEVO_DT_F64] = 1e-12, [KEVO_DT_F8E4M3] = 0.125, [KEVO_DT_F8E5M2] = 0.25};
+  int ok = (unsigned)dt < KEVO_DT_COUNT;
+  return (kevo_tolerance){dt, ok ? atol[dt] : 0, ok ? rtol[dt] : 0};
 }
 
 static void source_free(kevo_source *s) {

@@ -11,8 +11,10 @@
 
 const char *triton_pointer_type(const char *dtype) {
   static const char *const map[][2] = {
-      {"f32", "*fp32"}, {"f16", "*fp16"}, {"bf16", "*bf16"}, {"f64", "*fp64"}, {"i32", "*i32"},
-      {"i64", "*i64"},  {"u8", "*u8"},    {"i8", "*i8"},     {"u32", "*u32"},  {"u64", "*u64"}};
+      {"f32", "*fp32"},    {"f16", "*fp16"}, {"bf16", "*bf16"}, {"f64", "*fp64"},
+      {"i32", "*i32"},     {"i64", "*i64"},  {"u8", "*u8"},     {"i8", "*i8"},
+      {"u32", "*u32"},     {"u64", "*u64"},  {"bool", "*i1"},   {"f8e4m3", "*fp8e4nv"},
+      {"f8e5m2", "*fp8e5"}};
   for (size_t i = 0; dtype && i < sizeof map / sizeof *map; i++)
     if (!strcmp(dtype, map[i][0])) return map[i][1];
   return NULL;

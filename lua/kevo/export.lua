@@ -87,7 +87,7 @@ end
 -- why.
 local TRITON_TYPES =
   {f32 = "*fp32", f16 = "*fp16", bf16 = "*bf16", f64 = "*fp64", i32 = "*i32", i64 = "*i64",
-  u8 = "*u8"}
+  u8 = "*u8", i8 = "*i8", bool = "*i1", f8e4m3 = "*fp8e4nv", f8e5m2 = "*fp8e5"}
 local function compile_triton(src, knobs, plan, tensors, arch)
   local triton, why = try_require "kevo.triton"
   if not triton then return nil, "kevo.triton is not in this build: " .. why end

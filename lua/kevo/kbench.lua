@@ -11,8 +11,10 @@ local json = require "kevo.json"
 local M = {}
 
 local CTYPE = {f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16", f64 = "double",
-               i32 = "int", i64 = "long long", u8 = "unsigned char"}
-local DSIZE = {f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u8 = 1}
+               i32 = "int", i64 = "long long", u8 = "unsigned char", i8 = "signed char",
+               bool = "bool", f8e4m3 = "__nv_fp8_e4m3", f8e5m2 = "__nv_fp8_e5m2"}
+local DSIZE = {f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u8 = 1, i8 = 1, bool = 1,
+               f8e4m3 = 1, f8e5m2 = 1}
 
 -- Names a size may not take: the launch chunk's own globals, Lua keywords, expression calls.
 local RESERVED = {}
@@ -320,7 +322,11 @@ function M.recipe(d, opts)
   for _, t in ipairs(tensors) do
     if t.role == "input" then
       local init = type(t.init) == "string" and t.init or "normal"
-      if t.dtype:match("^[iu]") and not init:match("^randint") then init = "randint(0, 100)" end
+      if t.dtype == "bool" and not init:match("^randint") then
+        init = "randint(0, 2)"
+      elseif t.dtype:match("^[iu]") and not init:match("^randint") then
+        init = "randint(0, 100)"
+      end
       y("  %s: {dtype: %s, shape: [%s], init: %s}", t.name, t.dtype, table.concat(t.dims, ", "),
         q(init))
     end

@@ -16,9 +16,12 @@ local recipe = require "kevo.recipe"
 
 local M = {}
 
-local DSIZE = {f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u8 = 1}
-local DEFAULT_TOL = {f32 = "1e-5", f16 = "1e-3", bf16 = "1e-2", f64 = "1e-12"}
-local DTYPE_ORDER = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"}
+local DSIZE = {f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u8 = 1, i8 = 1, bool = 1,
+  f8e4m3 = 1, f8e5m2 = 1}
+local DEFAULT_TOL = {f32 = "1e-5", f16 = "1e-3", bf16 = "1e-2", f64 = "1e-12",
+  f8e4m3 = "0.125", f8e5m2 = "0.25"}
+local DTYPE_ORDER = {"f32", "f16", "bf16", "f64", "i32", "i64", "u8", "i8", "bool", "f8e4m3",
+  "f8e5m2"}
 -- names a param may not take: the launch chunk's globals and Lua's keywords
 local RESERVED = {}
 for w in ([[min max cdiv i32 i64 u32 u64 f32 f64 ptr null device and break do else elseif end
@@ -133,7 +136,8 @@ local function parse_args(argv)
     elseif a == "--tolerance" then
       local dt, atol, rtol = v:match("^(%w+):([^:]+):([^:]+)$")
       if not dt or not DEFAULT_TOL[dt] then
-        bad("--tolerance %s: expected DTYPE:ATOL:RTOL with DTYPE one of f32, f16, bf16, f64 "
+        bad("--tolerance %s: expected DTYPE:ATOL:RTOL with DTYPE one of f32, f16, bf16, f64, "
+          .. "f8e4m3, f8e5m2 "
           .. "(integers are compared exactly)", v)
       end
       for _, x in ipairs{atol, rtol} do

@@ -10,7 +10,20 @@
 #include "cudrv.h"
 
 /* Element types, numbered as recipe.h's kevo_dtype. */
-enum { DK_F32, DK_F16, DK_BF16, DK_F64, DK_I32, DK_I64, DK_U8, DK_COUNT };
+enum {
+  DK_F32,
+  DK_F16,
+  DK_BF16,
+  DK_F64,
+  DK_I32,
+  DK_I64,
+  DK_U8,
+  DK_I8,
+  DK_BOOL,
+  DK_F8E4M3,
+  DK_F8E5M2,
+  DK_COUNT
+};
 /* Input distributions. */
 enum { DK_NORMAL, DK_UNIFORM, DK_RANDINT };
 

@@ -77,12 +77,16 @@ static void add(cJSON *o, const char *k, double v, double scale) {
   cJSON_AddNumberToObject(o, k, isfinite(v) ? round(v * scale) / scale : 0);
 }
 
-/* The narrowest float input's width (16, 32, 64), or 0 without float inputs. */
+/* The narrowest float input's width (8 for FP8, 16, 32, 64), or 0 without float inputs. */
 static int input_bits(const wk_eval *e) {
   int bits = 0;
   for (int i = 0; i < e->ntensors; i++) {
     int dt = e->tensors[i].dt;
-    int b = dt == DK_F16 || dt == DK_BF16 ? 16 : dt == DK_F32 ? 32 : dt == DK_F64 ? 64 : 0;
+    int b = dt == DK_F16 || dt == DK_BF16        ? 16
+            : dt == DK_F32                       ? 32
+            : dt == DK_F64                       ? 64
+            : dt == DK_F8E4M3 || dt == DK_F8E5M2 ? 8
+                                                 : 0;
     if (!e->tensors[i].output && b && (!bits || b < bits)) bits = b;
   }
   return bits;
@@ -91,8 +95,8 @@ static int input_bits(const wk_eval *e) {
 /* The datasheet's dense rate (flops per clock per SM) of the fastest math a kernel on these
  * inputs can use: the narrowest float input decides (16-bit: tensor cores; f32: TF32 tensor
  * cores, which a kernel may use where the tolerance allows, or for the roofline the FMA units;
- * f64: FP64 tensor cores); without float inputs the 8-bit rate. Known for sm_90 and sm_80; 0
- * elsewhere. *unit names it. */
+ * f64: FP64 tensor cores); FP8 inputs and no float inputs the 8-bit rate. Known for sm_90
+ * and sm_80; 0 elsewhere. *unit names it. */
 static double rate_per_clock(int bits, const kevo_gpu *g, int for_floor, const char **unit) {
   int sm90 = g->cc_major == 9 && g->cc_minor == 0, sm80 = g->cc_major == 8 && g->cc_minor == 0;
   double scale = sm90 ? 1 : sm80 ? 0.5 : 0;
@@ -113,7 +117,7 @@ static double measured_rate(int bits, const kevo_gpu *g, int for_floor, int *ten
   if (bits == 16) return fmax(m[DK_RATE_F16_MMA], m[DK_RATE_BF16_MMA]);
   if (bits == 32 && for_floor) return m[DK_RATE_TF32_MMA];
   if (bits == 64) return fmax(m[DK_RATE_F64_MMA], m[DK_RATE_F64_FMA]);
-  if (bits == 0) return m[DK_RATE_S8_MMA];
+  if (bits == 0 || bits == 8) return m[DK_RATE_S8_MMA]; /* FP8 runs at the 8-bit rate */
   *tensor = 0;
   return m[DK_RATE_F32_FMA];
 }

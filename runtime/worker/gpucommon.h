@@ -26,6 +26,7 @@ uint64_t wk_secret64(void);
 int wk_dtype_parse(const char *name); /* DK_*, or -1 when unknown */
 size_t wk_dtype_size(int dt);
 const char *wk_dtype_name(int dt);
+int wk_dtype_is_int(int dt); /* i32 i64 u8 i8 bool: compared exactly */
 
 double wk_now_ms(void); /* monotonic */
 

@@ -336,16 +336,24 @@ static double elem_to_double(const void *p, int dt) {
     memcpy(&i, p, 8);
     return (double)i;
   }
-  default:
+  case DK_I8:
+    return *(const signed char *)p;
+  case DK_F8E4M3: {
+    unsigned b = *(const unsigned char *)p, ex = (b >> 3) & 15, man = b & 7;
+    double v = ex == 15 && man == 7 ? NAN : ex ? ldexp(8 + man, (int)ex - 10) : ldexp(man, -9);
+    return b & 0x80 ? -v : v;
+  }
+  case DK_F8E5M2:
+    return half_to_double((uint16_t)(*(const unsigned char *)p << 8));
+  default: /* u8, bool */
     return *(const unsigned char *)p;
   }
 }
 
 static void tolerance(wk_eval *e, int dt, double *atol, double *rtol) {
-  static const double dflt[DK_COUNT][2] = {[DK_F32] = {1e-5, 1e-5},
-                                           [DK_F16] = {1e-3, 1e-3},
-                                           [DK_BF16] = {1e-2, 1e-2},
-                                           [DK_F64] = {1e-12, 1e-12}};
+  static const double dflt[DK_COUNT][2] = {
+      [DK_F32] = {1e-5, 1e-5},   [DK_F16] = {1e-3, 1e-3},       [DK_BF16] = {1e-2, 1e-2},
+      [DK_F64] = {1e-12, 1e-12}, [DK_F8E4M3] = {0x1p-9, 0.125}, [DK_F8E5M2] = {0x1p-16, 0.25}};
   *atol = dflt[dt][0];
   *rtol = dflt[dt][1];
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(e->req, "verify");
@@ -355,7 +363,7 @@ static void tolerance(wk_eval *e, int dt, double *atol, double *rtol) {
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "rtol");
   if (cJSON_IsNumber(a) && a->valuedouble >= 0) *atol = a->valuedouble;
   if (cJSON_IsNumber(r) && r->valuedouble >= 0) *rtol = r->valuedouble;
-  if (dt == DK_I32 || dt == DK_I64 || dt == DK_U8) *atol = *rtol = 0; /* integers: exact */
+  if (wk_dtype_is_int(dt)) *atol = *rtol = 0; /* integers and bool: exact */
 }
 
 /* Records element `flat` of output i as the worst one (reads both values back). */

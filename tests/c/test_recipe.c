@@ -89,7 +89,9 @@ static const struct bad bads[] = {
      "bad_tagged_float.yaml:4:20: params.N: expected an integer, got !!float 268435456"},
     {"bad_dtype.yaml", KEVO_E_RECIPE,
      "bad_dtype.yaml:12:14: outputs.y.dtype: unknown dtype 'f33' (one of f32, f16, bf16, f64, "
-     "i32, i64, u8)"},
+     "i32, i64, u8, i8, bool, f8e4m3, f8e5m2)"},
+    {"bad_bool_init.yaml", KEVO_E_RECIPE,
+     "bad_bool_init.yaml:7:41: inputs.mask.init: randint(0, 3) does not fit bool (0..2)"},
     {"bad_expr_syntax.yaml", KEVO_E_RECIPE,
      "bad_expr_syntax.yaml:15:15: cost.bytes: '4*(2*M*N + )': column 12: unexpected ')'"},
     {"bad_expr_name.yaml", KEVO_E_RECIPE,
@@ -194,6 +196,47 @@ static void test_bad(void) {
   CHECK_STR_CONTAINS(err.msg, "no_such.yaml");
 }
 
+/* The narrow dtypes: names, sizes, integer-ness and their default tolerances (FP8: one unit in
+ * the last place), and a recipe that uses each. */
+static void test_dtypes(void) {
+  static const struct {
+    const char *name;
+    kevo_dtype dt;
+    size_t size;
+    int is_int;
+  } want[] = {{"i8", KEVO_DT_I8, 1, 1},         {"bool", KEVO_DT_BOOL, 1, 1},
+              {"f8e4m3", KEVO_DT_F8E4M3, 1, 0}, {"f8e5m2", KEVO_DT_F8E5M2, 1, 0},
+              {"u8", KEVO_DT_U8, 1, 1},         {"bf16", KEVO_DT_BF16, 2, 0}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    kevo_dtype dt = KEVO_DT_COUNT;
+    CHECK(kevo_dtype_parse(want[k].name, &dt) == KEVO_OK && dt == want[k].dt);
+    CHECK(!strcmp(kevo_dtype_name(dt), want[k].name));
+    CHECK(kevo_dtype_size(dt) == want[k].size);
+    CHECK(kevo_dtype_is_int(dt) == want[k].is_int);
+  }
+  kevo_tolerance t = kevo_recipe_tolerance(NULL, KEVO_DT_F8E4M3);
+  CHECK(t.atol == 0x1p-9 && t.rtol == 0.125);
+  t = kevo_recipe_tolerance(NULL, KEVO_DT_F8E5M2);
+  CHECK(t.atol == 0x1p-16 && t.rtol == 0.25);
+  t = kevo_recipe_tolerance(NULL, KEVO_DT_BOOL);
+  CHECK(t.atol == 0 && t.rtol == 0);
+  kevo_recipe *r = NULL;
+  kevo_error err = {0};
+  CHECK(kevo_recipe_load(fixture("dtypes.yaml"), &r, &err) == KEVO_OK);
+  if (!r) {
+    fprintf(stderr, "dtypes.yaml: %s\n", err.msg);
+    return;
+  }
+  CHECK(r->ntensors == 5 && r->tensors[0].dtype == KEVO_DT_I8 &&
+        r->tensors[1].dtype == KEVO_DT_BOOL && r->tensors[2].dtype == KEVO_DT_F8E4M3 &&
+        r->tensors[3].dtype == KEVO_DT_F8E5M2);
+  t = kevo_recipe_tolerance(r, KEVO_DT_F8E5M2); /* given */
+  CHECK(t.atol == 0 && t.rtol == 0.5);
+  t = kevo_recipe_tolerance(r, KEVO_DT_F8E4M3); /* the default */
+  CHECK(t.atol == 0x1p-9 && t.rtol == 0.125);
+  kevo_recipe_free(r);
+}
+
 static void test_find(void) {
   char out[4096], env[4200];
   kevo_error err = {0};
@@ -254,6 +297,7 @@ int main(void) {
   test_good();
   test_domain();
   test_bad();
+  test_dtypes();
   test_find();
   test_each();
   test_shipped();

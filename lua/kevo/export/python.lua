@@ -28,7 +28,8 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
-          "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8}
+          "i32": torch.int32, "i64": torch.int64, "u8": torch.uint8, "i8": torch.int8,
+          "bool": torch.bool, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
 SCALARS = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
            "f32": ctypes.c_float, "f64": ctypes.c_double}
 

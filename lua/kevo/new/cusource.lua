@@ -20,9 +20,12 @@ M.DTYPE = {
   ["int"] = "i32", ["signed int"] = "i32", ["signed"] = "i32", ["int32_t"] = "i32",
   ["long long"] = "i64", ["long long int"] = "i64", ["signed long long"] = "i64",
   ["int64_t"] = "i64", ["unsigned char"] = "u8", ["uint8_t"] = "u8",
+  ["signed char"] = "i8", ["int8_t"] = "i8", ["bool"] = "bool",
+  ["__nv_fp8_e4m3"] = "f8e4m3", ["__nv_fp8_e5m2"] = "f8e5m2",
 }
 M.DTYPES_TEXT = "float (f32), double (f64), __half (f16), __nv_bfloat16 (bf16), int/int32_t (i32), "
-  .. "long long/int64_t (i64), unsigned char/uint8_t (u8)"
+  .. "long long/int64_t (i64), unsigned char/uint8_t (u8), signed char/int8_t (i8), bool (bool), "
+  .. "__nv_fp8_e4m3 (f8e4m3), __nv_fp8_e5m2 (f8e5m2)"
 
 -- Scalar parameters: integers are sizes (params of the recipe), floats constants the launch
 -- chunk passes. The value is the scalar wrapper a launch chunk uses for that C type.
