@@ -15,6 +15,8 @@ draws the inputs, verifies and times candidates; the bridge only
 stdout carries only the JSON (describe) or frames (serve): it is moved aside at start and
 fd 1 pointed at stderr, so a print() in the problem file cannot corrupt it.
 """
+import ctypes
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -399,11 +401,18 @@ def write_frame(header, blobs=()):
     PROTO_OUT.flush()
 
 
-def tensors_from(torch, prob, header, blobs):
+def tensors_from(torch, prob, header, blobs, ipc=None, mapped=None):
     """The request's tensors (forward inputs then weights, in the description's order), on the
-    device, checked against the problem's own dtypes and shapes."""
+    device, checked against the problem's own dtypes and shapes. With header["ipc"] (the
+    worker's handles) they are the worker's own device memory, mapped (pointers appended to
+    mapped: the caller closes them once the GPU is done with them)."""
     expect = [(n, t) for _, n, t in prob.tensor_inputs()] + [(n, t) for n, _, t in prob.weights]
     specs = header.get("tensors", [])
+    handles = header.get("ipc")
+    if handles is not None:
+        if ipc is None:
+            raise IpcError("E_IPC: tensors given as IPC handles, and CUDA IPC is not available")
+        blobs = handles
     if len(specs) != len(expect) or len(blobs) != len(expect):
         raise ValueError("%d tensors and %d blobs given, the problem takes %d"
                          % (len(specs), len(blobs), len(expect)))
@@ -414,14 +423,137 @@ def tensors_from(torch, prob, header, blobs):
         if dt != like.dtype or shape != list(like.shape):
             raise ValueError("tensor %s: %s %s given, the problem has %s %s"
                              % (name, spec["dtype"], shape, DTYPES.get(like.dtype), list(like.shape)))
-        if len(blob) != like.numel() * like.element_size():
-            raise ValueError("tensor %s: %d bytes given, %d expected"
-                             % (name, len(blob), like.numel() * like.element_size()))
+        want = like.numel() * like.element_size()
+        if handles is not None:
+            if int(blob.get("bytes", -1)) != want:
+                raise ValueError("tensor %s: %s bytes shared, %d expected"
+                                 % (name, blob.get("bytes"), want))
+            ptr = ipc.open(blob["handle"])
+            mapped.append(ptr)
+            out.append(ipc.tensor(ptr, want, dt, shape))
+            continue
+        if len(blob) != want:
+            raise ValueError("tensor %s: %d bytes given, %d expected" % (name, len(blob), want))
         t = torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dt).reshape(shape) \
             if blob else torch.empty(shape, dtype=dt)
         out.append(t.to(prob.device))
     n = len(prob.tensor_inputs())
     return out[:n], out[n:]
+
+
+# ---- CUDA IPC: tensors that never cross a pipe ----------------------------------------------
+
+
+class IpcError(ValueError):
+    """CUDA IPC itself failed (the driver falls back to tensors in the frames)."""
+
+
+class CudaIpc:
+    """The CUDA driver API through ctypes, for what torch does not offer: mapping the worker's
+    allocations from their IPC handles, and allocations of the bridge's own, outside torch's
+    caching allocator, whose handles the worker maps (a freed one can never be handed out
+    again under the same handle, as a reused block of torch's cache could)."""
+
+    class Handle(ctypes.Structure):
+        _fields_ = [("reserved", ctypes.c_ubyte * 64)]
+
+    def __init__(self, torch):
+        self.torch = torch
+        torch.zeros(1, device="cuda")  # torch's primary context, current on this thread
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise IpcError("E_IPC: cannot load libcuda.so.1: %s" % e)
+
+        def fn(names, argtypes):
+            for n in names:
+                f = getattr(lib, n, None)
+                if f is not None:
+                    f.restype, f.argtypes = ctypes.c_int, argtypes
+                    return f
+            raise IpcError("E_IPC: libcuda has no %s" % names[0])
+        u64 = ctypes.c_uint64
+        self._open = fn(("cuIpcOpenMemHandle_v2", "cuIpcOpenMemHandle"),
+                        [ctypes.POINTER(u64), self.Handle, ctypes.c_uint])
+        self._close = fn(("cuIpcCloseMemHandle",), [u64])
+        self._get = fn(("cuIpcGetMemHandle",), [ctypes.POINTER(self.Handle), u64])
+        self._alloc = fn(("cuMemAlloc_v2", "cuMemAlloc"), [ctypes.POINTER(u64), ctypes.c_size_t])
+        self._free = fn(("cuMemFree_v2", "cuMemFree"), [u64])
+        self.kept = {}  # "label/trial" -> (pointer, bytes): reference outputs for the worker
+
+    def check(self, r, what):
+        if r != 0:
+            raise IpcError("E_IPC: %s failed (CUresult %d)" % (what, r))
+
+    def open(self, hexhandle):
+        h = self.Handle()
+        raw = bytes.fromhex(hexhandle)
+        if len(raw) != 64:
+            raise IpcError("E_IPC: an IPC handle is 64 bytes, %d given" % len(raw))
+        ctypes.memmove(h.reserved, raw, 64)
+        p = ctypes.c_uint64(0)
+        self.check(self._open(ctypes.byref(p), h, 1), "cuIpcOpenMemHandle")  # lazy peer access
+        return p.value
+
+    def close(self, ptr):
+        self._close(ptr)
+
+    def tensor(self, ptr, nbytes, dtype, shape):
+        """A torch tensor over device memory torch does not own (no copy)."""
+        torch = self.torch
+        if nbytes == 0:
+            return torch.empty(shape, dtype=dtype, device="cuda")
+
+        class Mem:
+            __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                        "data": (ptr, False), "version": 2}
+        try:
+            return torch.as_tensor(Mem(), device="cuda").view(dtype).reshape(shape)
+        except Exception as e:  # torch could not wrap it: IPC is not usable here
+            raise IpcError("E_IPC: wrapping shared memory as a tensor: %s: %s"
+                           % (type(e).__name__, e))
+
+    def keep(self, key, outs):
+        """Copies outputs into one allocation of the bridge's own (256-byte aligned each),
+        kept under key until replaced: [{handle, offset, bytes}] per output."""
+        torch = self.torch
+        old = self.kept.pop(key, None)
+        if old:
+            self._free(old[0])
+        sizes = [o.numel() * o.element_size() for o in outs]
+        offsets, total = [], 0
+        for n in sizes:
+            offsets.append(total)
+            total += (n + 255) // 256 * 256
+        p = ctypes.c_uint64(0)
+        self.check(self._alloc(ctypes.byref(p), max(total, 256)), "cuMemAlloc")
+        self.kept[key] = (p.value, total)
+        for o, off, n in zip(outs, offsets, sizes):
+            if n:
+                dst = self.tensor(p.value + off, n, torch.uint8, [n])
+                dst.copy_(o.contiguous().reshape(-1).view(torch.uint8))
+        torch.cuda.synchronize()
+        h = self.Handle()
+        self.check(self._get(ctypes.byref(h), p.value), "cuIpcGetMemHandle")
+        hexh = bytes(h.reserved).hex()
+        return [{"handle": hexh, "offset": off, "bytes": n} for off, n in zip(offsets, sizes)]
+
+
+def device_digest(torch, outs):
+    """A digest of the outputs' bytes computed on the device in chunks (no host copy): equal
+    outputs give equal digests; different ones, different digests but by a freak chance."""
+    h = hashlib.sha256()
+    step = 1 << 24
+    for o in outs:
+        h.update(("%s %s;" % (o.dtype, list(o.shape))).encode())
+        if not o.numel():
+            continue
+        b = o.contiguous().reshape(-1).view(torch.uint8)
+        for s in range(0, b.numel(), step):
+            c = b[s:s + step].to(torch.int64)
+            w = torch.arange(1, c.numel() + 1, device=c.device, dtype=torch.int64)
+            h.update(("%d,%d;" % (int(c.sum()), int((c * w).sum()))).encode())
+    return h.hexdigest()
 
 
 def to_bytes(torch, t):
@@ -507,11 +639,69 @@ def time_fn(torch, fn, opts):
             "host_ms": round(host_ms, 4), "hidden": bool(cycles)}
 
 
+def with_tensors(torch, prob, header, blobs, ipc, fn):
+    """fn(inputs) with the request's tensors loaded (weights into the model); tensors the
+    worker shared are unmapped afterwards, whatever happens."""
+    mapped = []
+    try:
+        inputs, weights = tensors_from(torch, prob, header, blobs, ipc, mapped)
+        prob.load_weights(weights)
+        return fn(inputs)
+    finally:
+        if mapped:
+            torch.cuda.synchronize()
+            for p in mapped:
+                ipc.close(p)
+            torch.cuda.empty_cache()  # the worker allocates the next trial's sets
+
+
+def reference(torch, prob, header, inputs, ipc):
+    """The outputs on these inputs: as blobs, or kept here on the device (header["keep"]: the
+    key) with their IPC handles and a digest."""
+    outs = prob.forward(tensors=inputs)
+    if prob.device.type == "cuda":
+        torch.cuda.synchronize()
+    res = {"ok": True, "outputs": [{"dtype": DTYPES.get(o.dtype), "shape": list(o.shape)}
+                                   for o in outs]}
+    if header.get("keep") is None:
+        return res, [to_bytes(torch, o) for o in outs]
+    if ipc is None:
+        raise IpcError("E_IPC: keeping outputs on the device needs CUDA IPC")
+    res["ipc"] = ipc.keep(str(header["keep"]), outs)
+    res["digest"] = device_digest(torch, outs)
+    return res, []
+
+
+COMPILED = {}  # the model under torch.compile, made once per bridge
+
+
+def baseline(torch, prob, header, inputs, ipc):
+    """Eager and torch.compile timed on these inputs (docs/kbench.md)."""
+    if prob.device.type != "cuda":
+        raise ValueError("timing needs a GPU and torch sees none")
+    opts = header.get("bench", {})
+    res = {"ok": True, "torch": torch.__version__}
+    res["eager"] = time_fn(torch, lambda: prob.forward(tensors=inputs), opts)
+    if header.get("compile", True):
+        try:
+            if "model" not in COMPILED:
+                COMPILED["model"] = torch.compile(prob.model)
+            compiled = COMPILED["model"]
+            t0 = time.time()
+            prob.forward(compiled, inputs)
+            torch.cuda.synchronize()
+            res["compile_s"] = round(time.time() - t0, 3)
+            res["compiled"] = time_fn(torch, lambda: prob.forward(compiled, inputs), opts)
+        except Exception as e:
+            res["compile_error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
+    return res, []
+
+
 def serve(path):
     torch = setup_torch()
     prob = Problem(torch, path)
     stdin = sys.stdin.buffer
-    compiled = None
+    ipc, ipc_error = None, None  # CudaIpc, made on the first request that shares tensors
     while True:
         header, blobs = read_frame(stdin)
         if header is None:
@@ -527,37 +717,20 @@ def serve(path):
                              "device": str(prob.device),
                              "inputs": [n for _, n, _ in prob.tensor_inputs()],
                              "weights": [n for n, _, _ in prob.weights]})
-            elif op == "reference":
-                inputs, weights = tensors_from(torch, prob, header, blobs)
-                prob.load_weights(weights)
-                outs = prob.forward(tensors=inputs)
-                if prob.device.type == "cuda":
-                    torch.cuda.synchronize()
-                write_frame({"id": rid, "ok": True,
-                             "outputs": [{"dtype": DTYPES.get(o.dtype), "shape": list(o.shape)}
-                                         for o in outs]},
-                            [to_bytes(torch, o) for o in outs])
-            elif op == "baseline":
-                if prob.device.type != "cuda":
-                    raise ValueError("timing needs a GPU and torch sees none")
-                inputs, weights = tensors_from(torch, prob, header, blobs)
-                prob.load_weights(weights)
-                opts = header.get("bench", {})
-                res = {"id": rid, "ok": True, "torch": torch.__version__}
-                res["eager"] = time_fn(torch, lambda: prob.forward(tensors=inputs), opts)
-                if header.get("compile", True):
-                    try:
-                        if compiled is None:
-                            compiled = torch.compile(prob.model)
-                        t0 = time.time()
-                        prob.forward(compiled, inputs)
-                        torch.cuda.synchronize()
-                        res["compile_s"] = round(time.time() - t0, 3)
-                        res["compiled"] = time_fn(torch, lambda: prob.forward(compiled, inputs),
-                                                  opts)
-                    except Exception as e:
-                        res["compile_error"] = "%s: %s" % (type(e).__name__, str(e)[:500])
-                write_frame(res)
+            elif op in ("reference", "baseline"):
+                if header.get("ipc") is not None and ipc is None:
+                    if ipc_error is None:
+                        try:
+                            ipc = CudaIpc(torch)
+                        except IpcError as e:
+                            ipc_error = e
+                    if ipc is None:
+                        raise ipc_error
+                run = reference if op == "reference" else baseline
+                res, data = with_tensors(torch, prob, header, blobs, ipc,
+                                         lambda inputs: run(torch, prob, header, inputs, ipc))
+                res["id"] = rid
+                write_frame(res, data)
             else:
                 write_frame({"id": rid, "ok": False, "error": "E_PARSE: unknown op %r" % op})
         except (ProblemError, ValueError, RuntimeError) as e:

@@ -33,6 +33,8 @@ struct torchref {
   char dir[PATH_MAX], log[PATH_MAX + 16];
   const char *python_from; /* which setting chose the interpreter (python_setting) */
   int dead;
+  int no_ipc; /* tensors cross as blobs: CUDA IPC failed once (or KEVO_TORCH_IPC=0) */
+  char ipc_why[512];
 };
 
 static int is_exec(const char *path) {
@@ -446,10 +448,13 @@ static cJSON *bridge_tensors(const cJSON *eval_req, int shape) {
   return out;
 }
 
-/* The worker's inputs for (shape, trial): *inputs holds the frame with one blob per input. */
+/* The worker's inputs for (shape, trial): *inputs holds the frame with one blob per input,
+ * or with ipc, no blob and "ipc": [{name, handle, bytes}] (the worker lends them until its
+ * next request). */
 static int trial_inputs(torchref_worker_fn fn, void *ctx, const cJSON *eval_req, int shape,
-                        int trial, kevo_frame *inputs, kevo_error *err) {
+                        int trial, int ipc, kevo_frame *inputs, kevo_error *err) {
   cJSON *req = worker_req(eval_req, "inputs", shape, trial);
+  if (ipc) cJSON_AddStringToObject(req, "share", "ipc");
   int rc = fn(ctx, req, NULL, 0, inputs, err);
   cJSON_Delete(req);
   if (rc) return kevo_fail_prefix(err, "the worker's inputs (shape %d, trial %d): ", shape, trial);
@@ -457,13 +462,90 @@ static int trial_inputs(torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
     const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inputs->header, "error"));
     const char *v =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inputs->header, "message"));
-    rc = kevo_fail(err, strstr(e ? e : "", "E_NOGPU") ? KEVO_E_NOGPU : KEVO_E_WORKER,
+    rc = kevo_fail(err,
+                   strstr(e ? e : "", "E_NOGPU") ? KEVO_E_NOGPU
+                   : strstr(e ? e : "", "E_IPC") ? KEVO_E_UNSUPPORTED
+                                                 : KEVO_E_WORKER,
                    "the worker's inputs: %s",
                    e   ? e
                    : v ? v
                        : "no reason");
     kevo_frame_free(inputs);
   }
+  return rc;
+}
+
+/* Whether tensors may cross by CUDA IPC with this bridge (not after a failure; never with
+ * KEVO_TORCH_IPC=0). */
+static int use_ipc(torchref *t) {
+  const char *env = getenv("KEVO_TORCH_IPC");
+  return !t->no_ipc && !(env && !strcmp(env, "0"));
+}
+
+/* IPC failed: tensors go as blobs from now on (the reason kept for the log). */
+static void drop_ipc(torchref *t, const kevo_error *why) {
+  t->no_ipc = 1;
+  snprintf(t->ipc_why, sizeof t->ipc_why, "%s", why->msg);
+}
+
+/* A bridge request of kind op with shape's tensors, the inputs as the worker gave them (blobs
+ * or IPC handles). */
+static cJSON *bridge_req(const char *op, const cJSON *eval_req, int shape, const kevo_frame *in) {
+  cJSON *breq = cJSON_CreateObject();
+  cJSON_AddStringToObject(breq, "op", op);
+  cJSON_AddItemToObject(breq, "tensors", bridge_tensors(eval_req, shape));
+  const cJSON *ipc = cJSON_GetObjectItemCaseSensitive(in->header, "ipc");
+  if (ipc) cJSON_AddItemToObject(breq, "ipc", cJSON_Duplicate(ipc, 1));
+  return breq;
+}
+
+/* One (shape, trial): the worker's inputs, the bridge's reference outputs, the worker's
+ * put_reference. hex: a digest of the outputs (for the degeneracy check). With IPC the
+ * outputs stay on the device in the bridge, which keeps them under "label/trial"; a failure of
+ * IPC itself (KEVO_E_UNSUPPORTED from either side) is returned for the caller to retry with
+ * blobs. */
+static int supply_one(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
+                      int shape, int trial, int ipc, char hex[KEVO_HASH_HEX], kevo_error *err) {
+  kevo_frame in, out, put;
+  int rc = trial_inputs(fn, ctx, eval_req, shape, trial, ipc, &in, err);
+  if (rc) return rc;
+  cJSON *breq = bridge_req("reference", eval_req, shape, &in);
+  if (ipc) {
+    const char *label = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in.header, "label"));
+    char keep[400];
+    snprintf(keep, sizeof keep, "%s/%d", label ? label : "?", trial);
+    cJSON_AddStringToObject(breq, "keep", keep);
+  }
+  rc = torchref_call(t, breq, in.blobs, in.nblobs, 0, &out, err);
+  cJSON_Delete(breq);
+  kevo_frame_free(&in);
+  if (rc) {
+    if (ipc && strstr(err->msg, "E_IPC")) err->status = KEVO_E_UNSUPPORTED;
+    return rc;
+  }
+  const char *digest = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(out.header, "digest"));
+  if (digest) {
+    snprintf(hex, KEVO_HASH_HEX, "%s", digest);
+  } else { /* blobs: their hash */
+    kevo_sha256 h;
+    kevo_sha256_init(&h);
+    for (size_t i = 0; i < out.nblobs; i++)
+      kevo_sha256_update(&h, out.blobs[i].data, out.blobs[i].size);
+    kevo_sha256_final_hex(&h, hex);
+  }
+  cJSON *preq = worker_req(eval_req, "put_reference", shape, trial);
+  const cJSON *oipc = cJSON_GetObjectItemCaseSensitive(out.header, "ipc");
+  if (ipc && oipc) cJSON_AddItemToObject(preq, "ipc", cJSON_Duplicate(oipc, 1));
+  rc = fn(ctx, preq, ipc ? NULL : out.blobs, ipc ? 0 : out.nblobs, &put, err);
+  cJSON_Delete(preq);
+  kevo_frame_free(&out);
+  if (rc) return kevo_fail_prefix(err, "storing the reference in the worker: ");
+  if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(put.header, "ok"))) {
+    const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(put.header, "error"));
+    rc = kevo_fail(err, ipc && strstr(e ? e : "", "E_IPC") ? KEVO_E_UNSUPPORTED : KEVO_E_WORKER,
+                   "the worker refused the reference: %s", e ? e : "no reason");
+  }
+  kevo_frame_free(&put);
   return rc;
 }
 
@@ -482,40 +564,19 @@ int torchref_supply(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *
         sj->valueint >= MAX_SHAPES || tj->valueint < 0)
       return kevo_fail(err, KEVO_E_WORKER, "the worker's list of missing references is malformed");
     int shape = sj->valueint, trial = tj->valueint;
-    kevo_frame in, out, put;
-    int rc = trial_inputs(fn, ctx, eval_req, shape, trial, &in, err);
-    if (rc) return rc;
-    cJSON *breq = cJSON_CreateObject();
-    cJSON_AddStringToObject(breq, "op", "reference");
-    cJSON_AddItemToObject(breq, "tensors", bridge_tensors(eval_req, shape));
-    rc = torchref_call(t, breq, in.blobs, in.nblobs, 0, &out, err);
-    cJSON_Delete(breq);
-    kevo_frame_free(&in);
+    char hex[KEVO_HASH_HEX];
+    int ipc = use_ipc(t);
+    int rc = supply_one(t, fn, ctx, eval_req, shape, trial, ipc, hex, err);
+    if (rc == KEVO_E_UNSUPPORTED && ipc && !t->dead) {
+      drop_ipc(t, err);
+      rc = supply_one(t, fn, ctx, eval_req, shape, trial, 0, hex, err);
+    }
     if (rc) return rc;
     /* the outputs of every trial of a shape must not all be the same bytes */
-    kevo_sha256 h;
-    kevo_sha256_init(&h);
-    for (size_t i = 0; i < out.nblobs; i++)
-      kevo_sha256_update(&h, out.blobs[i].data, out.blobs[i].size);
-    char hex[KEVO_HASH_HEX];
-    kevo_sha256_final_hex(&h, hex);
     if (count[shape]++ == 0)
       memcpy(first[shape], hex, KEVO_HASH_HEX), same[shape] = 1;
     else if (strcmp(first[shape], hex))
       same[shape] = 0;
-    cJSON *preq = worker_req(eval_req, "put_reference", shape, trial);
-    rc = fn(ctx, preq, out.blobs, out.nblobs, &put, err);
-    cJSON_Delete(preq);
-    kevo_frame_free(&out);
-    if (rc) return kevo_fail_prefix(err, "storing the reference in the worker: ");
-    int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(put.header, "ok"));
-    if (!ok) {
-      const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(put.header, "error"));
-      rc = kevo_fail(err, KEVO_E_WORKER, "the worker refused the reference: %s",
-                     e ? e : "no reason");
-    }
-    kevo_frame_free(&put);
-    if (rc) return rc;
   }
   for (int s = 0; s < MAX_SHAPES; s++)
     if (count[s] > 1 && same[s])
@@ -526,27 +587,42 @@ int torchref_supply(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *
   return KEVO_OK;
 }
 
+/* The baseline request with the benchmark trial's inputs (ipc: lent by the worker). */
+static int baseline_once(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
+                         int last, int ipc, kevo_frame *reply, kevo_error *err) {
+  kevo_frame in;
+  int rc = trial_inputs(fn, ctx, eval_req, 0, last, ipc, &in, err);
+  if (rc) return rc;
+  cJSON *breq = bridge_req("baseline", eval_req, 0, &in);
+  const cJSON *bench = cJSON_GetObjectItemCaseSensitive(eval_req, "bench");
+  if (bench) cJSON_AddItemToObject(breq, "bench", cJSON_Duplicate(bench, 1));
+  rc = torchref_call(t, breq, in.blobs, in.nblobs, 0, reply, err);
+  cJSON_Delete(breq);
+  kevo_frame_free(&in);
+  if (rc && ipc && strstr(err->msg, "E_IPC")) err->status = KEVO_E_UNSUPPORTED;
+  return rc;
+}
+
 int torchref_baseline(torchref *t, torchref_worker_fn fn, void *ctx, const cJSON *eval_req,
                       cJSON **out, kevo_error *err) {
   *out = NULL;
   const cJSON *trials = cJSON_GetObjectItemCaseSensitive(
       cJSON_GetObjectItemCaseSensitive(eval_req, "verify"), "trials");
   int last = cJSON_IsNumber(trials) && trials->valueint > 5 ? trials->valueint - 1 : 4;
-  kevo_frame in, reply;
-  int rc = trial_inputs(fn, ctx, eval_req, 0, last, &in, err);
-  if (rc) return rc;
-  cJSON *breq = cJSON_CreateObject();
-  cJSON_AddStringToObject(breq, "op", "baseline");
-  cJSON_AddItemToObject(breq, "tensors", bridge_tensors(eval_req, 0));
-  const cJSON *bench = cJSON_GetObjectItemCaseSensitive(eval_req, "bench");
-  if (bench) cJSON_AddItemToObject(breq, "bench", cJSON_Duplicate(bench, 1));
-  rc = torchref_call(t, breq, in.blobs, in.nblobs, 0, &reply, err);
-  cJSON_Delete(breq);
-  kevo_frame_free(&in);
+  kevo_frame reply;
+  int ipc = use_ipc(t);
+  int rc = baseline_once(t, fn, ctx, eval_req, last, ipc, &reply, err);
+  if (rc == KEVO_E_UNSUPPORTED && ipc && !t->dead) {
+    drop_ipc(t, err);
+    rc = baseline_once(t, fn, ctx, eval_req, last, 0, &reply, err);
+  }
   if (rc) return rc;
   cJSON_DeleteItemFromObject(reply.header, "id");
   cJSON_DeleteItemFromObject(reply.header, "blobs");
   cJSON_DeleteItemFromObject(reply.header, "ok");
+  /* how tensors crossed: through CUDA IPC, or the pipes (and why IPC was given up) */
+  cJSON_AddStringToObject(reply.header, "tensors_via", t->no_ipc ? "pipes" : "ipc");
+  if (t->no_ipc && t->ipc_why[0]) cJSON_AddStringToObject(reply.header, "ipc_error", t->ipc_why);
   *out = reply.header;
   reply.header = NULL;
   kevo_frame_free(&reply);
@@ -600,4 +676,8 @@ void torchref_add_baseline(cJSON *bench, const cJSON *baseline) {
   const char *ce =
       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(baseline, "compile_error"));
   if (ce) cJSON_AddStringToObject(bench, "compile_error", ce);
+  const char *via = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(baseline, "tensors_via"));
+  if (via) cJSON_AddStringToObject(bench, "tensors_via", via);
+  const char *ie = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(baseline, "ipc_error"));
+  if (ie) cJSON_AddStringToObject(bench, "ipc_error", ie);
 }

@@ -97,6 +97,7 @@ static int worker_main(int argc, char **argv) {
       opened = 1;
       if (kevo_gpu_open(ordinal, &gpu, &gerr)) gpu = NULL;
     }
+    if (gpu) kevo_gpu_release_lent(gpu);
     if (!op) {
       msg = kevo_gpu_error_reply("E_PARSE", "a request needs an \"op\"");
     } else if (!strcmp(op, "bye")) {
@@ -146,6 +147,7 @@ static int worker_main(int argc, char **argv) {
     }
     if (stop || wrc) break;
   }
+  kevo_gpu_release_lent(gpu);
   kevo_gpu_close(gpu);
   close(out);
   return rc;

@@ -58,6 +58,9 @@
   X(cuEventElapsedTime)                                                                            \
   X(cuProfilerStart)                                                                               \
   X(cuProfilerStop)                                                                                \
+  X(cuIpcGetMemHandle)                                                                             \
+  X(cuIpcOpenMemHandle)                                                                            \
+  X(cuIpcCloseMemHandle)                                                                           \
   X(cuGetErrorName)                                                                                \
   X(cuGetErrorString)
 

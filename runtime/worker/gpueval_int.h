@@ -36,16 +36,26 @@ enum {
 #define WK_ALLOC_GRAIN ((size_t)2 << 20)
 
 /* The reference outputs cache: host copies keyed by a hash of (reference cubins and plan,
- * tensors, shape, seed, trial), LRU, bounded in bytes. */
+ * tensors, shape, seed, trial), LRU, bounded in bytes. An entry holds either host copies of
+ * the outputs or, for a reference process that keeps its outputs on the device (the PyTorch
+ * bridge), one wk_ipc_ref per output: where to map them from, only while they are copied into
+ * the reference set for a comparison. */
+typedef struct wk_ipc_ref {
+  CUipcMemHandle handle; /* of the allocation the output lives in (another process's) */
+  uint64_t offset;       /* of the output in it */
+  uint64_t bytes;
+} wk_ipc_ref;
 typedef struct wk_refcache wk_refcache;
 wk_refcache *wk_refcache_new(size_t cap_bytes);
 void wk_refcache_free(wk_refcache *c);
-/* The stored outputs for key (one host buffer per output tensor), or NULL. */
-void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX]);
-/* Takes ownership of bufs[0..n) (malloc'd) and their total size. Entries past the cap are
- * dropped, oldest first; an entry larger than the cap is kept only until the next put. */
+/* The stored outputs for key (one buffer per tensor: a host copy, or a wk_ipc_ref when *ipc is
+ * set; NULL for inputs), or NULL. ipc may be NULL. */
+void **wk_refcache_get(wk_refcache *c, const char key[KEVO_HASH_HEX], int *ipc);
+/* Takes ownership of bufs[0..n) (malloc'd: host copies, or wk_ipc_ref when ipc) and their
+ * total size (host bytes held). Entries past the cap are dropped, oldest first; an entry
+ * larger than the cap is kept only until the next put. */
 void wk_refcache_put(wk_refcache *c, const char key[KEVO_HASH_HEX], void **bufs, size_t n,
-                     size_t bytes);
+                     size_t bytes, int ipc);
 /* A host buffer for the cache: page-locked when the driver gives it, else malloc'd; released
  * with wk_host_release(buf, g). */
 void *wk_host_alloc(kevo_gpu *g, size_t bytes);
@@ -71,6 +81,9 @@ struct kevo_gpu {
   unsigned flush_count;
   CUdeviceptr stats; /* one devk_stats, digest slots, a guard word */
   wk_refcache *refs;
+  /* the inputs of the last `inputs` request with "share": "ipc", lent to the reference process
+   * until the next request (wk_lent_release) */
+  struct wk_shape *lent;
   /* device buffers freed by one evaluation, kept for the next (the same shapes come again and
    * again in a search: cuMemAlloc of a large buffer costs milliseconds) */
   struct {
@@ -226,6 +239,8 @@ void wk_ref_key(wk_eval *e, wk_shape *s, int trial, char out[KEVO_HASH_HEX]);
 /* gpuextref.c: the inputs and put_reference ops, and the list of (shape, trial) pairs whose
  * external reference outputs are not cached (NULL when none is missing). */
 cJSON *wk_missing_refs(wk_eval *e);
+/* gpuextref.c: copies an IPC reference's outputs into set `to` (mapped for the copy only). */
+int wk_ipc_fetch(wk_eval *e, wk_set *to, void **refs);
 /* gpubench.c: times candidate (rotating over the verified sets) and reference (on its pristine
  * set) on shape s, checking every repetition's outputs and inputs against their digests. */
 int wk_bench(wk_eval *e, wk_shape *s);

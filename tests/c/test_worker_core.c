@@ -28,18 +28,22 @@ int main(void) {
 
   wk_refcache *c = wk_refcache_new(300);
   const char k1[KEVO_HASH_HEX] = "a", k2[KEVO_HASH_HEX] = "b", k3[KEVO_HASH_HEX] = "c";
-  wk_refcache_put(c, k1, bufs(1), 1, 100);
-  wk_refcache_put(c, k2, bufs(2), 2, 100);
-  CHECK(wk_refcache_get(c, k1) != NULL); /* k1 now more recent than k2 */
-  wk_refcache_put(c, k3, bufs(1), 1, 150);
-  CHECK(wk_refcache_get(c, k2) == NULL); /* least recently used went first */
-  CHECK(wk_refcache_get(c, k1) != NULL);
-  CHECK(wk_refcache_get(c, k3) != NULL);
-  wk_refcache_put(c, k2, bufs(1), 1, 1000); /* bigger than the cap: kept alone */
-  CHECK(wk_refcache_get(c, k2) != NULL);
-  CHECK(wk_refcache_get(c, k1) == NULL && wk_refcache_get(c, k3) == NULL);
-  wk_refcache_put(c, k2, bufs(1), 1, 10); /* replacing a key */
-  CHECK(wk_refcache_get(c, k2) != NULL);
+  wk_refcache_put(c, k1, bufs(1), 1, 100, 0);
+  wk_refcache_put(c, k2, bufs(2), 2, 100, 0);
+  CHECK(wk_refcache_get(c, k1, NULL) != NULL); /* k1 now more recent than k2 */
+  wk_refcache_put(c, k3, bufs(1), 1, 150, 0);
+  CHECK(wk_refcache_get(c, k2, NULL) == NULL); /* least recently used went first */
+  CHECK(wk_refcache_get(c, k1, NULL) != NULL);
+  CHECK(wk_refcache_get(c, k3, NULL) != NULL);
+  wk_refcache_put(c, k2, bufs(1), 1, 1000, 0); /* bigger than the cap: kept alone */
+  CHECK(wk_refcache_get(c, k2, NULL) != NULL);
+  CHECK(wk_refcache_get(c, k1, NULL) == NULL && wk_refcache_get(c, k3, NULL) == NULL);
+  wk_refcache_put(c, k2, bufs(1), 1, 10, 0); /* replacing a key */
+  CHECK(wk_refcache_get(c, k2, NULL) != NULL);
+  int ipc = -1;
+  wk_refcache_put(c, k1, bufs(1), 1, 0, 1); /* device references: records, freed plainly */
+  CHECK(wk_refcache_get(c, k1, &ipc) != NULL && ipc == 1);
+  CHECK(wk_refcache_get(c, k2, &ipc) != NULL && ipc == 0);
   wk_refcache_free(c);
 
   cudrv d;
