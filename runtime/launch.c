@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "luastate.h"
+#include "proto.h"
 
 #include <cjson/cJSON.h>
 #include <lauxlib.h>
@@ -19,8 +20,8 @@
 enum {
   LAUNCH_MEM_LIMIT = 4 << 20,
   LAUNCH_INSTR_LIMIT = 2 * 1000 * 1000,
-  LAUNCH_MAX_KERNELS = 64,
-  LAUNCH_MAX_ARGS = 128,
+  LAUNCH_MAX_KERNELS = KEVO_PROTO_MAX_KERNELS,
+  LAUNCH_MAX_ARGS = KEVO_PROTO_MAX_ARGS,
   LAUNCH_MAX_SCRATCH = 32,
 };
 #define LAUNCH_TIME_LIMIT_S 1.0

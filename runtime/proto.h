@@ -16,8 +16,14 @@ enum {
   KEVO_PROTO_MAX_HEADER = 16 << 20, /* bytes of JSON in one frame */
   KEVO_PROTO_MAX_BLOBS = 64,        /* blobs in one frame */
   /* tensors (inputs and outputs) of one evaluate request: the worker refuses more, and the
-   * driver refuses a recipe with more before it asks */
-  KEVO_PROTO_MAX_TENSORS = 32,
+   * driver refuses a recipe with more before it asks (a KernelBench level-3 model passes its
+   * parameters and buffers as inputs: MobileNetV2 has 316 tensors, DenseNet201 over 1000) */
+  KEVO_PROTO_MAX_TENSORS = 4096,
+  /* launches in one plan, and arguments of one launch: the launch chunk's resolver (launch.c)
+   * and the worker (gpuplan.c) hold plans to the same limits; 512 arguments of 8 bytes fill
+   * the 4 KiB of kernel parameters every CUDA version allows */
+  KEVO_PROTO_MAX_KERNELS = 64,
+  KEVO_PROTO_MAX_ARGS = 512,
 };
 #define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
 

@@ -15,8 +15,8 @@
 enum {
   WK_MAX_TENSORS = KEVO_PROTO_MAX_TENSORS,
   WK_MAX_SCRATCH = 16,
-  WK_MAX_KERNELS = 32,
-  WK_MAX_ARGS = 64,
+  WK_MAX_KERNELS = KEVO_PROTO_MAX_KERNELS,
+  WK_MAX_ARGS = KEVO_PROTO_MAX_ARGS,
   WK_MAX_MODULES = 16,
   WK_MAX_SHAPES = 64,
   WK_MAX_RANK = 8,
@@ -128,7 +128,7 @@ typedef struct wk_launch {
   char name[WK_NAME];
   unsigned grid[3], block[3], shared;
   int nargs;
-  signed char tensor_arg[WK_MAX_ARGS]; /* the tensor an arg points to (bound per set), or -1 */
+  short tensor_arg[WK_MAX_ARGS]; /* the tensor an arg points to (bound per set), or -1 */
   wk_arg args[WK_MAX_ARGS];
   void *argp[WK_MAX_ARGS];
 } wk_launch;

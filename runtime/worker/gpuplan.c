@@ -249,8 +249,8 @@ static wk_buf *find_buf(wk_shape *s, wk_plan *p, const char *name, int ntensors,
   return NULL;
 }
 
-static int set_arg(const cJSON *a, wk_arg *out, void **p, signed char *tensor, wk_shape *s,
-                   wk_plan *plan, int nt, const char **why) {
+static int set_arg(const cJSON *a, wk_arg *out, void **p, short *tensor, wk_shape *s, wk_plan *plan,
+                   int nt, const char **why) {
   const cJSON *v = a->child;
   *tensor = -1;
   if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
@@ -260,7 +260,7 @@ static int set_arg(const cJSON *a, wk_arg *out, void **p, signed char *tensor, w
     wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt, &ti) : NULL;
     if (!b) return *why = "an arg names no tensor or scratch buffer", -1;
     out->v.ptr = b->ptr;
-    *tensor = (signed char)ti;
+    *tensor = (short)ti;
   } else if (!strcmp(k, "null")) {
     out->v.ptr = 0;
   } else if (!cJSON_IsNumber(v)) {
