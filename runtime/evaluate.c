@@ -1,6 +1,7 @@
 #include "evaluate.h"
 
 #include "buf.h"
+#include "eval_deadline.h"
 #include "eval_pool.h"
 #include "eval_request.h"
 #include "eval_result.h"
@@ -14,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +54,7 @@ struct evaluator {
   uint64_t session_seed; /* secret (getrandom): the external reference's inputs */
   pthread_mutex_t mu;    /* guards incumbent_ms: the pool's threads judge at once */
   double incumbent_ms;   /* the fastest median of an ok candidate timed in full so far */
+  double ref_ms;         /* the reference's longest measured time so far (for deadlines) */
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -698,7 +701,13 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
                    : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
   kevo_frame reply;
   evalclient_stats before = sl->t->ops->stats(sl->t->self);
-  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : EVAL_DEFAULT_DEADLINE_S;
+  eval_deadline dl;
+  double copy = cJSON_GetNumberValue(cJSON_GetObjectItem(dev, "copy_gbps"));
+  pthread_mutex_lock(&ev->mu);
+  double ref_ms = ev->ref_ms;
+  pthread_mutex_unlock(&ev->mu);
+  eval_deadline_of(req, ncand, isnan(copy) ? 0 : copy, ref_ms, &dl);
+  double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : dl.s;
   int wrc;
   if (ev->torch_key[0]) {
     wrc = torch_request(ev, sl, req, blobs, (size_t)ncand, deadline, &reply, &err);
@@ -711,15 +720,21 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
 judged:
   if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
-                "no result within %.0f s: the kernel probably never finishes (the worker was "
+                "no result within %.0f s (%s): the kernel probably never finishes (the worker was "
                 "killed and replaced)",
-                deadline);
+                deadline, ev->cfg.deadline_s > 0 ? "the deadline set" : dl.why);
   } else if (wrc == KEVO_E_WORKER && sl->t->ops->stats(sl->t->self).deaths > before.deaths) {
     set_verdict(res, "crash", "verify", "%s: the kernel took the worker down with it", err.msg);
   } else if (wrc) {
     set_verdict(res, "error", "verify", "%s", err.msg);
   } else {
     judge_reply(ev, res, &reply, dev, &shs, seed);
+    /* the reference's time, for the next evaluations' deadlines */
+    const cJSON *bench = cJSON_GetObjectItem(res, "bench");
+    double t = fmax(eval_jnum(bench, "ref_alone_ms"), eval_jnum(bench, "eager_ms"));
+    pthread_mutex_lock(&ev->mu);
+    if (t > ev->ref_ms) ev->ref_ms = t;
+    pthread_mutex_unlock(&ev->mu);
   }
 
 done:

@@ -34,26 +34,21 @@ typedef struct eval_candidate {
 } eval_candidate;
 
 enum { EVAL_MIN_TRIALS = 5 }; /* design.md "Verify": at least 5 trials */
-#define EVAL_DEFAULT_DEADLINE_S 120.0
 
 typedef struct eval_config {
   const char *arch;  /* NULL: cuda_default_arch() */
   int bench;         /* time it after it verifies */
   uint64_t seed;     /* inputs of the trials; 0: a secret seed per evaluation (getrandom) */
   int trials;        /* at least EVAL_MIN_TRIALS (less is raised to it) */
-  double deadline_s; /* for the worker's answer; 0: EVAL_DEFAULT_DEADLINE_S */
+  double deadline_s; /* for the worker's answer; 0: from the problem (eval_deadline.h) */
   int race;          /* stop timing a candidate clearly slower than the fastest ok one so far */
 } eval_config;
 
 /* The defaults every front end starts from (kevo.evaluator.new, evaluator_new with no config;
  * kevo eval, which judges one candidate, turns racing off): bench on, a secret seed,
- * EVAL_MIN_TRIALS trials, EVAL_DEFAULT_DEADLINE_S, racing on. */
+ * EVAL_MIN_TRIALS trials, the deadline from the problem, racing on. */
 #define EVAL_CONFIG_DEFAULT                                                                        \
-  ((eval_config){.bench = 1,                                                                       \
-                 .seed = 0,                                                                        \
-                 .trials = EVAL_MIN_TRIALS,                                                        \
-                 .deadline_s = EVAL_DEFAULT_DEADLINE_S,                                            \
-                 .race = 1})
+  ((eval_config){.bench = 1, .seed = 0, .trials = EVAL_MIN_TRIALS, .deadline_s = 0, .race = 1})
 
 typedef struct evaluator evaluator;
 

@@ -1,8 +1,8 @@
 /* kevo.evaluator: judging candidates from Lua.
  *   local evaluator = require "kevo.evaluator"
  *   local ev <close> = evaluator.new{recipe = "recipes/softmax.yaml", arch = "sm_90",
- *                                   worker = nil, deadline_s = 120, seed = 0 (secret), trials = 5,
- *                                   bench = true, race = true, gpus = nil}
+ *                                   worker = nil, deadline_s = 0 (from the problem), seed = 0
+ *                                   (secret), trials = 5, bench = true, race = true, gpus = nil}
  *       gpus: nil (one worker, the driver's GPU), "all" (one per GPU), or "0,2,3" (one per listed
  *       GPU): a batch is spread over the workers (eval_pool.h)
  *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
@@ -66,7 +66,8 @@ static int ev_new(lua_State *L) {
                      .deadline_s = kevo_l_optnum(L, 1, "deadline_s", d.deadline_s)};
   if (cfg.trials < EVAL_MIN_TRIALS)
     return luaL_error(L, "evaluator.new: trials must be at least %d", EVAL_MIN_TRIALS);
-  if (cfg.deadline_s <= 0) return luaL_error(L, "evaluator.new: deadline_s must be > 0");
+  if (cfg.deadline_s < 0)
+    return luaL_error(L, "evaluator.new: deadline_s must be >= 0 (0: from the problem)");
   evalclient_opts wo = {.worker_cmd = kevo_l_optstr(L, 1, "worker", NULL)};
 
   l_evaluator *e = lua_newuserdatauv(L, sizeof *e, 1); /* before the resource */
