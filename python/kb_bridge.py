@@ -176,13 +176,20 @@ def fmt(v):
 
 
 def guess_init(torch, t):
-    """An init spec (recipe syntax) that draws values like the sample t."""
-    x = t.detach().double().flatten().cpu()
-    if x.numel() == 0:
+    """An init spec (recipe syntax) that draws values like the sample t: its exact range
+    (chunk by chunk, on the device), its mean and spread from at most 2^20 elements spread
+    over it (never a float64 copy of a large tensor)."""
+    flat = t.detach().reshape(-1)
+    if flat.numel() == 0:
         return "normal"
-    lo, hi = float(x.min()), float(x.max())
+    lo, hi = math.inf, -math.inf
+    for c in chunks(flat):
+        c = c.double()  # every dtype has min and max then (bool, FP8 do not all)
+        lo, hi = min(lo, float(c.min())), max(hi, float(c.max()))
     if not t.dtype.is_floating_point:
         return "randint(%d, %d)" % (int(lo), int(hi) + 1)
+    step = max(1, flat.numel() >> 20)
+    x = flat[::step].double().cpu()
     mean = float(x.mean())
     std = float(x.std()) if x.numel() > 1 else 0.0
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -224,46 +231,103 @@ def count_flops(torch, prob):
         return None
 
 
-def measured_tolerance(torch, prob, outs):
+CHUNK = 1 << 24  # elements a chunked pass over a tensor handles at once (128 MiB as float64)
+
+
+def chunks(t):
+    """Flat chunks of t (no copy where t is contiguous)."""
+    flat = t.reshape(-1)
+    for s in range(0, flat.numel(), CHUNK):
+        yield flat[s:s + CHUNK]
+
+
+def rel_error(torch, a, e):
+    """The largest |a - e| / (1 + |e|) over the elements where e is finite (0 when none), in
+    float64 chunk by chunk: never a float64 copy of a whole output."""
+    worst = 0.0
+    for ca, ce in zip(chunks(a), chunks(e)):
+        ca, ce = ca.double(), ce.double()
+        ok = torch.isfinite(ce)
+        if ok.any():
+            worst = max(worst, float(((ca - ce).abs() / (1 + ce.abs()))[ok].max()))
+    return worst
+
+
+def nbytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def gpu_bytes(torch):
+    """Bytes torch holds on the GPU now (0 on the CPU)."""
+    return torch.cuda.memory_allocated() if torch.cuda.is_available() else 0
+
+
+def measured_tolerance(torch, prob, outs, budget):
     """Compares the reference at its own precision with the same model in float64 on the same
     inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol),
     times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32. When it
-    cannot be measured: {"f32": None, "why": ...}, so the import says which tolerance it used."""
+    cannot be measured: {"f32": None, "why": ...}, so the import says which tolerance it used.
+
+    budget: the GPU bytes the pass may add. The model and its inputs in float64 take twice
+    their f32 bytes, its outputs and intermediates as much again; when that is over budget, the
+    pass runs on the first rows of the batch (every input's dimension 0, when they share one
+    and the outputs follow it), f32 and float64 alike, and says so ("subsample")."""
     import copy
     if not all(o.dtype == torch.float32 for o in outs):
         return {"f32": None, "why": "not every output is float32 (%s)"
                 % ", ".join(str(o.dtype).replace("torch.", "") for o in outs)}
+    ins = [t for _, _, t in prob.tensor_inputs()]
+    weights = nbytes(t for _, _, t in prob.weights)
+    need = 2 * weights + 2 * nbytes(ins) + 4 * nbytes(outs)
+    rows, batch = None, None
+    if need > budget:
+        batch = ins[0].shape[0] if ins and ins[0].dim() > 0 else None
+        same = batch is not None and all(t.dim() > 0 and t.shape[0] == batch for t in ins) and \
+            all(o.dim() > 0 and o.shape[0] == batch for o in outs)
+        spare = budget - 2 * weights
+        per_row = (2 * nbytes(ins) + 4 * nbytes(outs)) / batch if same and batch else 0
+        if not same or per_row <= 0 or spare < per_row:
+            return {"f32": None, "why": "the float64 pass needs %.3g GiB, over the %.3g GiB this "
+                    "import may add (twice the problem's footprint), and the inputs share no "
+                    "batch dimension to take a subsample of" % (need / 2**30, budget / 2**30)}
+        rows = max(1, min(batch, int(spare // per_row)))
     try:
         m64 = copy.deepcopy(prob.model).double()
-        t64 = [t.double() if t.dtype.is_floating_point else t for _, _, t in prob.tensor_inputs()]
+        sub_ins = [t[:rows] for t in ins] if rows else ins
+        t64 = [t.double() if t.dtype.is_floating_point else t for t in sub_ins]
         o64 = prob.forward(m64, t64)
+        del t64
+        ref = prob.forward(tensors=sub_ins) if rows else outs
     except Exception as e:
         return {"f32": None, "why": "the model in float64 failed: %s: %s"
                 % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
     worst = 0.0
-    for a, e in zip(outs, o64):
-        a, e = a.double(), e.double()
-        ok = torch.isfinite(e)
-        if ok.any():
-            worst = max(worst, float(((a - e).abs() / (1 + e.abs()))[ok].max()))
+    for a, e in zip(ref, o64):
+        if a.shape != e.shape:
+            return {"f32": None, "why": "the float64 model's output has another shape"}
+        worst = max(worst, rel_error(torch, a, e))
+    del m64, o64, ref
+    extra = {"subsample": "the first %d of %d rows" % (rows, batch)} if rows else {}
     t = 8 * worst
     for k in range(-5, -1):
         for m in (1, 2, 5):
             if m * 10.0 ** k >= t:
-                return {"f32": m * 10.0 ** k, "measured": worst}
-    return {"f32": 1e-2, "measured": worst}
+                return dict({"f32": m * 10.0 ** k, "measured": worst}, **extra)
+    return dict({"f32": 1e-2, "measured": worst}, **extra)
 
 
 def output_stats(torch, o):
     """The finite values' range of an output: what an all-zero or constant kernel is up against."""
-    if not o.dtype.is_floating_point:
-        o = o.double()
-    flat = o.detach().flatten().double()
-    ok = torch.isfinite(flat)
-    if not ok.any():
+    lo, hi, amax = math.inf, -math.inf, 0.0
+    for c in chunks(o.detach()):
+        c = c.double()
+        v = c[torch.isfinite(c)]
+        if v.numel():
+            lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+            amax = max(amax, float(v.abs().max()))
+    if lo > hi:
         return None
-    v = flat[ok]
-    return {"min": float(v.min()), "max": float(v.max()), "absmax": float(v.abs().max())}
+    return {"min": lo, "max": hi, "absmax": amax}
 
 
 # What in a Model's source draws random numbers (a reference that does cannot be matched).
@@ -283,14 +347,15 @@ def randomness(torch, prob, outs):
             worst = float("inf")
             break
         if a.dtype.is_floating_point:
-            a64, b64 = a.double(), b.double()
-            ok = torch.isfinite(a64) & torch.isfinite(b64)
-            if bool((torch.isfinite(a64) != torch.isfinite(b64)).any()):
-                worst = float("inf")
-            elif ok.any():
-                worst = max(worst, float(((a64 - b64).abs() / (1 + a64.abs()))[ok].max()))
+            for ca, cb in zip(chunks(a), chunks(b)):
+                if bool((torch.isfinite(ca) != torch.isfinite(cb)).any()):
+                    worst = float("inf")
+                    break
+            if math.isfinite(worst):
+                worst = max(worst, rel_error(torch, b, a))
         elif not torch.equal(a, b):
             worst = float("inf")
+    del again
     if worst <= 1e-4:
         return None, worst
     causes = []
@@ -311,36 +376,78 @@ def randomness(torch, prob, outs):
 
 
 def degenerate(torch, prob, path, outs):
-    """Why the reference cannot tell a right kernel from a wrong one, or None."""
+    """Why the reference cannot tell a right kernel from a wrong one, or None. Frees prob's
+    inputs and outs on the way (the caller is done with them): the draws it compares are
+    reduced to digests, so at most one extra set of inputs and outputs exists at a time."""
     for i, o in enumerate(outs):
         flat = o.flatten()
         if flat.numel() == 0:
             return "output %d is empty" % i
-        if flat.dtype.is_floating_point and not torch.isfinite(flat).any():
+        if flat.dtype.is_floating_point and not any(bool(torch.isfinite(c).any())
+                                                    for c in chunks(flat)):
             return "output %d is NaN or Inf everywhere" % i
-        if flat.numel() > 1 and bool((flat == flat[0]).all()):
+        if flat.numel() > 1 and all(bool((c == flat[0]).all()) for c in chunks(flat)):
             return "output %d is constant (every element is %s)" % (i, fmt(float(flat[0])))
-    if prob.tensor_inputs():
-        other = prob.draw_inputs(1)
-        outs2 = prob.forward()
-        prob.draw_inputs(0)
-        if all(a.shape == b.shape and torch.equal(a, b) for a, b in zip(outs, outs2)):
+    first = device_digest(torch, outs)
+    del outs[:]
+    ninputs = len(prob.tensor_inputs())
+    if ninputs:
+        prob.draw_inputs(1)
+        if device_digest(torch, list(prob.forward())) == first:
             return ("the outputs do not depend on the inputs (two different draws of %d input "
-                    "tensor%s give identical outputs)" % (len(other), "" if len(other) == 1 else "s"))
+                    "tensor%s give identical outputs)" % (ninputs, "" if ninputs == 1 else "s"))
+    prob.args = []  # prob2 draws its own
+    release(torch)
     prob2 = Problem(torch, path, seed=1)
-    outs3 = prob2.forward()
-    if all(a.shape == b.shape and torch.equal(a.to(b.device), b) for a, b in zip(outs, outs3)):
+    if device_digest(torch, list(prob2.forward())) == first:
         return "the outputs do not depend on the seed (new inputs and weights give identical outputs)"
     return None
 
 
+def release(torch):
+    """Gives memory torch no longer uses back to the driver (the worker, another process,
+    allocates next)."""
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def describe(path):
+    """The description `kevo import` turns into a recipe. Peak GPU memory stays near twice the
+    problem's own footprint (inputs, weights and outputs once); a problem whose footprint does
+    not fit is refused with it (ProblemError)."""
     torch = setup_torch()
+    try:
+        return describe_within(torch, path)
+    except torch.cuda.OutOfMemoryError as e:
+        free, total = torch.cuda.mem_get_info()
+        raise ProblemError("the GPU ran out of memory running the model (%.3g GiB of %.3g GiB "
+                           "free): %s" % (free / 2**30, total / 2**30, str(e).splitlines()[0]))
+
+
+def describe_within(torch, path):
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    base = gpu_bytes(torch)
     prob = Problem(torch, path)
     t0 = time.time()
-    outs = prob.forward()
+    outs = list(prob.forward())
     if prob.device.type == "cuda":
         torch.cuda.synchronize()
+    footprint = nbytes(t for _, _, t in prob.tensor_inputs()) + \
+        nbytes(t for _, _, t in prob.weights) + nbytes(outs)
+    if prob.device.type == "cuda":
+        # judging takes five sets of every input and output in the worker and the reference's
+        # outputs of every trial in the bridge: refuse what cannot fit, with the figures
+        ins = nbytes(t for _, _, t in prob.tensor_inputs()) + nbytes(t for _, _, t in prob.weights)
+        judge = 5 * (ins + nbytes(outs)) + 5 * nbytes(outs) + ins
+        total = torch.cuda.mem_get_info()[1]
+        if judge > 0.9 * total:
+            raise ProblemError("the problem's footprint is %.3g GiB (inputs and weights %.3g GiB, "
+                               "outputs %.3g GiB); judging it takes about %.3g GiB (five sets in "
+                               "the worker, the reference's outputs of five trials), more than "
+                               "the GPU's %.3g GiB" % (footprint / 2**30, ins / 2**30,
+                                                      nbytes(outs) / 2**30, judge / 2**30,
+                                                      total / 2**30))
     d = {"kevo_description": 1, "problem": os.path.basename(path),
          "torch": torch.__version__, "device": str(prob.device),
          "device_name": torch.cuda.get_device_name() if prob.device.type == "cuda" else "cpu"}
@@ -358,13 +465,19 @@ def describe(path):
                     for i, o in enumerate(outs)]
     d["random"], spread = randomness(torch, prob, outs)
     d["nondeterminism"] = spread if math.isfinite(spread) else None
-    nbytes = sum(t.numel() * t.element_size() for _, _, t in prob.tensor_inputs())
-    nbytes += sum(t.numel() * t.element_size() for _, _, t in prob.weights)
-    nbytes += sum(o.numel() * o.element_size() for o in outs)
-    d["cost"] = {"bytes": nbytes, "flops": count_flops(torch, prob)}
-    d["tolerance"] = measured_tolerance(torch, prob, outs)
+    d["cost"] = {"bytes": footprint, "flops": count_flops(torch, prob)}
+    release(torch)
+    # the float64 pass may take the peak to twice the footprint (4 GiB for small problems,
+    # where memory is no concern and a subsample would only make the figure rougher)
+    d["tolerance"] = measured_tolerance(torch, prob, outs,
+                                        max(0, base + max(2 * footprint, 4 << 30) -
+                                            gpu_bytes(torch)))
+    release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
     d["degenerate"] = degenerate(torch, prob, path, outs)
+    d["footprint_bytes"] = footprint
+    if torch.cuda.is_available():
+        d["peak_gpu_bytes"] = torch.cuda.max_memory_allocated() - base
     return d
 
 

@@ -137,6 +137,9 @@ function M.tolerance(d)
   if measured then
     t = measured
     why = ("8x the error of torch's f32 result against float64 (%.3g), rounded up"):format(s or 0)
+    if not isnull(d.tolerance.subsample) and d.tolerance.subsample then
+      why = why .. (" (measured on %s)"):format(tostring(d.tolerance.subsample))
+    end
   else
     t = F32_DEFAULT
     local reason = not isnull(d.tolerance) and not isnull(d.tolerance.why) and
@@ -463,8 +466,12 @@ function M.main(argv, host)
       return 1
     end
   end
-  io.stdout:write(("imported %s -> %s\n%s%s"):format(o.file, yaml_path,
-    r.tolerance_note and (r.tolerance_note .. "\n") or "", r.contract))
+  local peak = tonumber(not isnull(d.peak_gpu_bytes) and d.peak_gpu_bytes or nil)
+  local foot = tonumber(not isnull(d.footprint_bytes) and d.footprint_bytes or nil)
+  io.stdout:write(("imported %s -> %s\n%s%s%s"):format(o.file, yaml_path,
+    r.tolerance_note and (r.tolerance_note .. "\n") or "",
+    peak and foot and ("import peak GPU memory %.3g GiB for a problem of %.3g GiB\n"):format(
+      peak / 2 ^ 30, foot / 2 ^ 30) or "", r.contract))
   return 0
 end
 
