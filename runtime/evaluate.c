@@ -342,7 +342,8 @@ static const char *dtype_of(const char *name, void *ud) {
   const kevo_recipe *r = ud;
   for (size_t i = 0; i < r->ntensors; i++)
     if (!strcmp(r->tensors[i].name, name)) return kevo_dtype_name(r->tensors[i].dtype);
-  return NULL;
+  return "u8"; /* a scratch buffer (the launch checked the name): untyped bytes, a Triton kernel
+                  casts the pointer (ptr.to(tl.pointer_type(tl.float32))) */
 }
 
 /* The candidate's launch chunk: the given one, else the source's kevo:launch block. */

@@ -13,6 +13,7 @@
  * Whether the kernels compute the right thing is for kevo eval on a GPU. */
 #include "check.h"
 #include "cuda_compile.h"
+#include "eval_triton.h"
 #include "launch.h"
 #include "recipe.h"
 #include "triton.h"
@@ -184,7 +185,8 @@ static const char *dtype_of(const char *name, void *ud) {
   const kevo_recipe *r = ud;
   for (size_t i = 0; i < r->ntensors; i++)
     if (!strcmp(r->tensors[i].name, name)) return kevo_dtype_name(r->tensors[i].dtype);
-  return NULL;
+  return "u8"; /* a scratch buffer (the launch checked the name): untyped bytes, a Triton kernel
+                  casts the pointer (ptr.to(tl.pointer_type(tl.float32))) */
 }
 
 static void fail_job(const job *j, const char *shape, const char *msg) {
@@ -335,43 +337,40 @@ static void run_triton(size_t *idx, size_t n) {
     triton_pool_free(pool);
     return;
   }
-  triton_compile_opts *opts = calloc(n, sizeof *opts);
-  triton_module **mods = calloc(n, sizeof *mods);
-  int *rcs = calloc(n, sizeof *rcs);
-  kevo_error *errs = calloc(n, sizeof *errs);
+  /* one compile per kernel of each job's plan, typed and given its constexprs as the evaluator
+   * does (evtri_prepare: a seed may launch several Triton kernels) */
+  const size_t cap = n * EVTRI_MAX_JOBS;
+  triton_compile_opts *opts = calloc(cap, sizeof *opts);
+  triton_module **mods = calloc(cap, sizeof *mods);
+  int *rcs = calloc(cap, sizeof *rcs);
+  kevo_error *errs = calloc(cap, sizeof *errs);
+  evtri_prep *preps = calloc(n, sizeof *preps);
   size_t m = 0;
-  size_t *which = calloc(n, sizeof *which);
+  size_t *which = calloc(cap, sizeof *which), *kern = calloc(cap, sizeof *kern);
   for (size_t i = 0; i < n; i++) {
     job *j = &jobs[idx[i]];
     cJSON *plan = resolve_at(j, &j->r->shapes[0]);
     if (!plan) continue;
-    const cJSON *k0 = cJSON_GetArrayItem(cJSON_GetObjectItem(plan, "kernels"), 0);
     kevo_error e = {0};
     check_count++;
-    if (cJSON_GetArraySize(cJSON_GetObjectItem(plan, "kernels")) != 1) {
-      fail_job(j, NULL, "a Triton seed launches one kernel");
-    } else if (triton_plan_signature(k0, dtype_of, (void *)j->r, &j->sig, &e)) {
+    if (evtri_prepare(plan, j->text, j->len, j->knobs, j->nknobs, dtype_of, (void *)j->r,
+                      &preps[i], &e)) {
       fail_job(j, NULL, e.msg);
     } else {
       const char *base = strrchr(j->src->file, '/');
-      opts[m] =
-          (triton_compile_opts){.source = j->text,
-                                .len = j->len,
-                                .filename = base ? base + 1 : j->src->file,
-                                .kernel = cJSON_GetStringValue(cJSON_GetObjectItem(k0, "name")),
-                                .signature = j->sig,
-                                .constexprs = j->constexprs,
-                                .num_warps = j->num_warps,
-                                .num_stages = j->num_stages,
-                                .arch = "sm_90"};
-      opts[m].kernel = j->src->kernel ? j->src->kernel : opts[m].kernel;
-      which[m++] = idx[i];
+      for (size_t q = 0; q < preps[i].njobs; q++) {
+        evtri_compile_opts(&preps[i], q, j->text, j->len, base ? base + 1 : j->src->file,
+                           "sm_90", &opts[m]);
+        which[m] = i;
+        kern[m++] = q;
+      }
     }
     cJSON_Delete(plan);
   }
   triton_compile_many(pool, opts, m, mods, rcs, errs);
   for (size_t i = 0; i < m; i++) {
-    const job *j = &jobs[which[i]];
+    const job *j = &jobs[idx[which[i]]];
+    const char *kname = preps[which[i]].jobs[kern[i]].kernel;
     check_count++;
     if (rcs[i] || !mods[i] || !mods[i]->ok) {
       fail_job(j, NULL, errs[i].msg);
@@ -381,17 +380,23 @@ static void run_triton(size_t *idx, size_t n) {
     for (size_t s = 0; s < j->r->nshapes; s++) {
       const kevo_shape *sh = &j->r->shapes[s];
       cJSON *plan = resolve_at(j, sh);
-      cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(plan, "kernels"), 0);
-      kevo_error e = {0};
-      check_count++;
-      if (k && triton_plan_finish(plan, k, 0, mods[i], &e))
-        fail_job(j, sh->label, e.msg);
-      else if (k)
-        check_limits(j, sh->label, k, -1, 0);
+      cJSON *ks = cJSON_GetObjectItem(plan, "kernels"), *k;
+      cJSON_ArrayForEach(k, ks) {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(k, "name")), kname)) continue;
+        kevo_error e = {0};
+        check_count++;
+        if (triton_plan_finish(plan, k, 0, mods[i], &e))
+          fail_job(j, sh->label, e.msg);
+        else
+          check_limits(j, sh->label, k, -1, 0);
+      }
       cJSON_Delete(plan);
     }
     triton_module_free(mods[i]);
   }
+  for (size_t i = 0; i < n; i++) evtri_prep_free(&preps[i]);
+  free(preps);
+  free(kern);
   free(which);
   free(opts);
   free(mods);
@@ -417,13 +422,25 @@ int main(void) {
   if (!d) CHECK_DONE();
   char *names[256];
   size_t nnames = 0;
+  /* KEVO_TEST_RECIPES=a,b: only those recipes (while writing one; ctest checks them all) */
+  const char *only = getenv("KEVO_TEST_RECIPES");
   for (struct dirent *e; (e = readdir(d)) && nnames < 256;) {
     size_t l = strlen(e->d_name);
-    if (l > 5 && !strcmp(e->d_name + l - 5, ".yaml")) names[nnames++] = strdup(e->d_name);
+    if (l <= 5 || strcmp(e->d_name + l - 5, ".yaml")) continue;
+    if (only) {
+      int hit = 0;
+      for (const char *p = only; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == l - 5 && !strncmp(p, e->d_name, n)) hit = 1;
+        p += n + (p[n] == ',');
+      }
+      if (!hit) continue;
+    }
+    names[nnames++] = strdup(e->d_name);
   }
   closedir(d);
   qsort(names, nnames, sizeof *names, by_name);
-  CHECK(nnames >= 10);
+  CHECK(only || nnames >= 10);
 
   kevo_recipe *recipes[256];
   size_t nrecipes = 0;
