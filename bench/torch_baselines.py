@@ -22,17 +22,56 @@ def ins(spec, role="input"):
 
 
 def make(spec):
+    """The inputs, drawn as the recipe's inits say (normal, uniform, randint with their bounds)."""
     g = torch.Generator(device="cuda").manual_seed(1)
     xs = {}
     p = spec["params"]
     for t in ins(spec):
         dt = DT[t["dtype"]]
+        init = t.get("init") or {}
+        lo, hi = init.get("lo"), init.get("hi")
         if dt.is_floating_point:
-            xs[t["name"]] = torch.randn(t["dims"], device="cuda", generator=g, dtype=torch.float32).to(dt)
-        else:  # class indices and the like: [0, last dim of the first input)
-            hi = p.get("C") or p.get("N") or 2
-            xs[t["name"]] = torch.randint(0, hi, t["dims"], device="cuda", generator=g, dtype=dt)
+            x = torch.randn(t["dims"], device="cuda", generator=g, dtype=torch.float32)
+            if init.get("kind") == "normal" and lo is not None:
+                x = x * hi + lo
+            elif init.get("kind") == "uniform":
+                lo, hi = (-1.0, 1.0) if lo is None else (lo, hi)
+                x = torch.rand(t["dims"], device="cuda", generator=g) * (hi - lo) + lo
+            xs[t["name"]] = x.to(dt)
+        else:  # class indices and the like: the randint bounds, else [0, last dim of the first input)
+            if lo is None:
+                lo, hi = 0, p.get("C") or p.get("N") or 2
+            xs[t["name"]] = torch.randint(lo, hi, t["dims"], device="cuda", generator=g, dtype=dt)
     return xs
+
+
+def rope_neox(pos, cs, q, k):
+    """Rotary embedding, GPT-NeoX layout, as the rope_bf16 recipe states it (f32 math, bf16 out)."""
+    h = cs.shape[1] // 2
+    c, s = cs[pos, :h][:, None, :], cs[pos, h:][:, None, :]
+
+    def rot(x):
+        x1, x2 = x[..., :h].float(), x[..., h:].float()
+        return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), -1).to(x.dtype)
+    return rot(q), rot(k)
+
+
+def moe_offsets(counts, T):
+    """The grouped_gemm_bf16 recipe's expert ends: running sums clipped at T, the last one T."""
+    ends = torch.clamp(torch.cumsum(counts.clamp(min=0), 0), max=T).to(torch.int32)
+    ends[-1] = T
+    return ends
+
+
+def grouped_loop(a, b, ends):
+    """What a user writes without a grouped kernel: one matmul per expert."""
+    out = torch.empty(a.shape[0], b.shape[2], device=a.device, dtype=a.dtype)
+    start = 0
+    for e, end in enumerate(ends):
+        if end > start:
+            torch.matmul(a[start:end], b[e], out=out[start:end])
+        start = end
+    return out
 
 
 def op_for(name, spec):
@@ -51,8 +90,35 @@ def op_for(name, spec):
         "transpose": lambda x: x.t().contiguous(),
         "cross_entropy": lambda logits, target: F.cross_entropy(logits, target.long(), reduction="none"),
         "matmul_bf16": lambda a, b: a @ b,
+        "softmax_bf16": lambda x: torch.softmax(x, -1),
+        "log_softmax_bf16": lambda x: F.log_softmax(x, -1),
+        "add_rmsnorm_bf16": lambda x, r, w: (lambda h: (F.rms_norm(h, (n,), w, 1e-6), h))(x + r),
+        "silu_mul_bf16": lambda x: F.silu(x[:, :n]) * x[:, n:],
+        "rope_bf16": rope_neox,
+        "topk": lambda x: torch.topk(x, p.get("K", 1), dim=-1),
+        # what a user calls: scaled_dot_product_attention (q as [B, HQ, 1, D], GQA by enable_gqa)
+        "decode_attention": lambda q, k, v: F.scaled_dot_product_attention(
+            q.unsqueeze(2), k, v, enable_gqa=True).squeeze(2),
     }
     return table.get(name)
+
+
+def extras(name, spec, xs):
+    """Further baselines a user would reach for: cuBLAS on the same total work and torch's grouped
+    op for the grouped GEMM."""
+    out = {}
+    if name == "grouped_gemm_bf16":
+        p = spec["params"]
+        a, b = xs["A"], xs["B"]
+        ends = moe_offsets(xs["counts"], p["T"])
+        out["cublas_dense_ms"] = time_ms(lambda: a @ b[0], [])  # T x K @ K x N: the same flops
+        gmm = getattr(F, "grouped_mm", None) or getattr(torch, "_grouped_mm", None)
+        if gmm is not None:
+            try:
+                out["grouped_mm_ms"] = time_ms(lambda: gmm(a, b, offs=ends), [])
+            except Exception as e:  # noqa: BLE001 (reported, not hidden)
+                out["grouped_mm_error"] = str(e).splitlines()[0][:200]
+    return out
 
 
 def time_ms(fn, args):
@@ -64,17 +130,26 @@ def main():
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     for name, spec in shapes.items():
         fn = op_for(name, spec)
-        if fn is None:
+        if fn is None and name != "grouped_gemm_bf16":
             out[name] = {"error": "no PyTorch expression for this recipe"}
             continue
         xs = make(spec)
         args = [xs[t["name"]] for t in ins(spec)]
+        if name == "grouped_gemm_bf16":  # eager: a matmul per expert (ends known on the host)
+            ends = moe_offsets(xs["counts"], spec["params"]["T"]).tolist()
+            fn = lambda a, b, counts: grouped_loop(a, b, ends)  # noqa: E731
         row = {"eager_ms": time_ms(fn, args)}
         try:
             cfn = torch.compile(fn)
             row["compile_ms"] = time_ms(cfn, args)
         except Exception as e:  # noqa: BLE001 (reported, not hidden)
             row["compile_error"] = str(e).splitlines()[0][:200]
+        try:
+            row.update(extras(name, spec, xs))
+        except Exception as e:  # noqa: BLE001 (reported, not hidden)
+            row["extras_error"] = str(e).splitlines()[0][:200]
+        if spec.get("bytes"):
+            row["bytes"] = spec["bytes"]
         out[name] = row
         print(name, row, file=sys.stderr, flush=True)
     json.dump(out, sys.stdout, indent=1)
