@@ -25,7 +25,7 @@ return {
 }
 */
 #ifndef BLOCK
-#define BLOCK 512
+#define BLOCK 256
 #endif
 #ifndef UNROLL
 #define UNROLL 2
