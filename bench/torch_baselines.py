@@ -56,6 +56,16 @@ def rope_neox(pos, cs, q, k):
     return rot(q), rot(k)
 
 
+def fp8_quant(x, group):
+    """FP8 e4m3 quantisation as the fp8_quant_* recipes state it: per row (group None) or per
+    block of `group` elements of a row; scale = max(amax / 448, 1 / (448 * 512))."""
+    m, n = x.shape
+    xs = x.float().reshape(m, -1, group or n)
+    s = (xs.abs().amax(-1, keepdim=True) / 448.0).clamp(min=1.0 / (448.0 * 512.0))
+    q = (xs / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).reshape(m, n)
+    return q, s.reshape(m, -1).squeeze(-1) if group is None else s.reshape(m, -1)
+
+
 def moe_offsets(counts, T):
     """The grouped_gemm_bf16 recipe's expert ends: running sums clipped at T, the last one T."""
     ends = torch.clamp(torch.cumsum(counts.clamp(min=0), 0), max=T).to(torch.int32)
@@ -95,6 +105,8 @@ def op_for(name, spec):
         "add_rmsnorm_bf16": lambda x, r, w: (lambda h: (F.rms_norm(h, (n,), w, 1e-6), h))(x + r),
         "silu_mul_bf16": lambda x: F.silu(x[:, :n]) * x[:, n:],
         "rope_bf16": rope_neox,
+        "fp8_quant_token": lambda x: fp8_quant(x, None),
+        "fp8_quant_block": lambda x: fp8_quant(x, 128),
         "topk": lambda x: torch.topk(x, p.get("K", 1), dim=-1),
         # what a user calls: scaled_dot_product_attention (q as [B, HQ, 1, D], GQA by enable_gqa)
         "decode_attention": lambda q, k, v: F.scaled_dot_product_attention(
@@ -118,6 +130,12 @@ def extras(name, spec, xs):
                 out["grouped_mm_ms"] = time_ms(lambda: gmm(a, b, offs=ends), [])
             except Exception as e:  # noqa: BLE001 (reported, not hidden)
                 out["grouped_mm_error"] = str(e).splitlines()[0][:200]
+                try:  # the weights stored column-major, as the op may want them (converted once)
+                    bt = b.transpose(-2, -1).contiguous().transpose(-2, -1)
+                    out["grouped_mm_ms"] = time_ms(lambda: gmm(a, bt, offs=ends), [])
+                    out["grouped_mm_layout"] = "B column-major"
+                except Exception as e2:  # noqa: BLE001
+                    out["grouped_mm_error"] += " / column-major B: " + str(e2).splitlines()[0][:120]
     return out
 
 

@@ -3,7 +3,7 @@
  *    outputs, BLOCK apart, issuing all 2 * UNROLL 16-byte loads before any math (bytes in flight),
  *    then one 16-byte store per group. The flat group index is split into (row, column) once per
  *    group.
- *  - Other N or alignments: the same element by element.
+ *  - Other N or alignments: element by element, grid-stride.
  *  - silu(g) = g / (1 + exp(-g)) with __expf and a fast division: well inside bf16's rounding.
  * Knobs: BLOCK (threads), UNROLL (groups of 8 per thread). */
 /* kevo:launch
@@ -70,14 +70,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
     }
     return;
   }
-  const long long total = (long long)M * N;
-#pragma unroll
-  for (int k = 0; k < UNROLL; k++) {
-    const long long i = first + (long long)k * BLOCK;
-    if (i < total) {
-      const long long row = i / N, col = i - row * N;
-      y[i] = __float2bfloat16(silu_mul(__bfloat162float(x[row * 2 * N + col]),
-                                       __bfloat162float(x[row * 2 * N + N + col])));
-    }
+  /* element by element, grid-stride (the grid was sized for vectors when N % 8 == 0) */
+  const long long total = (long long)M * N, stride = (long long)gridDim.x * BLOCK;
+  for (long long i = (long long)blockIdx.x * BLOCK + threadIdx.x; i < total; i += stride) {
+    const long long row = i / N, col = i - row * N;
+    y[i] = __float2bfloat16(silu_mul(__bfloat162float(x[row * 2 * N + col]),
+                                     __bfloat162float(x[row * 2 * N + N + col])));
   }
 }
