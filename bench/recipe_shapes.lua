@@ -1,5 +1,6 @@
--- Prints, as JSON, every named recipe's benchmark params, cost (bytes, flops) and tensors (name,
--- dtype, dims evaluated at the benchmark shape, role, init with its arguments evaluated: lo, hi). Used by bench/recipes.sh to build the PyTorch
+-- Prints, as JSON, every named recipe's benchmark params, cost (bytes, flops) and tensors
+-- (name, dtype, dims evaluated at the benchmark shape, role, init with its arguments evaluated:
+-- lo, hi). Used by bench/recipes.sh to build the PyTorch
 -- baselines on exactly the shapes kevo times.   usage: kevo script bench/recipe_shapes.lua NAME...
 local recipe = require "kevo.recipe"
 local json = require "kevo.json"
@@ -19,7 +20,8 @@ for _, name in ipairs(arg) do
       local init = x.init
       if init then
         init = {kind = init.kind, a = init.a, b = init.b,
-                lo = init.a and recipe.eval(init.a, params), hi = init.b and recipe.eval(init.b, params)}
+                lo = init.a and recipe.eval(init.a, params),
+                hi = init.b and recipe.eval(init.b, params)}
       end
       t.tensors[#t.tensors + 1] =
         {name = x.name, dtype = x.dtype, dims = dims, role = role:sub(1, -2), init = init}

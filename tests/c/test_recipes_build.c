@@ -353,14 +353,14 @@ static void run_triton(size_t *idx, size_t n) {
     if (!plan) continue;
     kevo_error e = {0};
     check_count++;
-    if (evtri_prepare(plan, j->text, j->len, j->knobs, j->nknobs, dtype_of, (void *)j->r,
-                      &preps[i], &e)) {
+    if (evtri_prepare(plan, j->text, j->len, j->knobs, j->nknobs, dtype_of, (void *)j->r, &preps[i],
+                      &e)) {
       fail_job(j, NULL, e.msg);
     } else {
       const char *base = strrchr(j->src->file, '/');
       for (size_t q = 0; q < preps[i].njobs; q++) {
-        evtri_compile_opts(&preps[i], q, j->text, j->len, base ? base + 1 : j->src->file,
-                           "sm_90", &opts[m]);
+        evtri_compile_opts(&preps[i], q, j->text, j->len, base ? base + 1 : j->src->file, "sm_90",
+                           &opts[m]);
         which[m] = i;
         kern[m++] = q;
       }
@@ -394,7 +394,8 @@ static void run_triton(size_t *idx, size_t n) {
     }
     triton_module_free(mods[i]);
   }
-  for (size_t i = 0; i < n; i++) evtri_prep_free(&preps[i]);
+  for (size_t i = 0; i < n; i++)
+    evtri_prep_free(&preps[i]);
   free(preps);
   free(kern);
   free(which);
