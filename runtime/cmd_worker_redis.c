@@ -198,67 +198,56 @@ static void fail_job(bridge *b, const job *j, const char *code, const char *msg,
   cJSON_Delete(h);
 }
 
-/* Step 2: records us among the job's takers; 1 when the job is to be dropped or was failed. */
+/* Step 2 (one round trip): records us among the job's takers; 1 when the job is to be dropped
+ * or was failed. */
 static int screen(bridge *b, const job *j) {
-  char done[64], tries[64];
+  char done[64], tries[64], max[16];
   rq_key(done, sizeof done, "done", j->id);
   rq_key(tries, sizeof tries, "tries", j->id);
-  long long deadline = rq_now_ms() + 30000;
+  snprintf(max, sizeof max, "%d", b->max_tries);
   kevo_error err;
   redisReply *r;
-  if (rq_commandv(&b->conn, deadline, 0, &r, &err, "EXISTS", done, (char *)NULL)) return 1;
-  int finished = r->integer > 0;
-  freeReplyObject(r);
-  if (finished) { /* answered or withdrawn: only its entry is left */
-    if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "XACK", b->stream, RQ_GROUP, j->entry,
-                     (char *)NULL))
-      freeReplyObject(r);
-    if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "XDEL", b->stream, j->entry, (char *)NULL))
-      freeReplyObject(r);
+  const char *kv[] = {done, tries, b->stream, RQ_GROUP, j->entry, b->consumer, max};
+  if (eval_script(&b->conn, RQ_LUA_SCREEN, 3, kv, 7, NULL, rq_now_ms() + 30000, &r, &err)) {
+    fprintf(stderr, "kevo worker: job %s: %s\n", j->id, err.msg);
+    return 1; /* it stays pending: claimed again later */
+  }
+  long long verdict = -1, deliveries = 1, now = 0;
+  if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3) {
+    verdict = r->element[0]->integer;
+    deliveries = r->element[1]->integer;
+    now = r->element[2]->integer;
+  }
+  if (verdict == 1 || verdict < 0) { /* answered or withdrawn: its entry is gone now */
+    freeReplyObject(r);
     return 1;
   }
-  if (j->run_ms > 0 && !rq_commandv(&b->conn, deadline, 0, &r, &err, "TIME", (char *)NULL)) {
-    /* a job its driver stopped waiting for (the driver died): not worth a GPU's time */
-    long long now =
-        r->elements == 2 ? atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000 : 0;
-    long long age = now - atoll(j->entry); /* an entry id starts with its server time, ms */
-    freeReplyObject(r);
-    if (now && age > j->queue_ms + j->run_ms + RQ_HOP_MARGIN_MS) {
-      char msg[256];
-      snprintf(msg, sizeof msg, "the job waited %.0f s, past its driver's deadline: dropped",
-               (double)age / 1000);
-      fail_job(b, j, "E_TIMEOUT", msg, 0);
-      return 1;
-    }
-  }
-  long long deliveries = 1;
-  if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "XPENDING", b->stream, RQ_GROUP, j->entry,
-                   j->entry, "1", (char *)NULL)) {
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 4)
-      deliveries = r->element[0]->element[3]->integer;
-    freeReplyObject(r);
-  }
-  if (deliveries > b->max_tries) {
+  if (verdict == 2) {
     char msg[1536], who[1024] = "";
     size_t used = 0;
-    if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "LRANGE", tries, "0", "-1", (char *)NULL)) {
-      for (size_t i = 0; i < r->elements && used + 2 < sizeof who; i++)
-        used += (size_t)snprintf(who + used, sizeof who - used, "%s%s", i ? ", " : "",
-                                 r->element[i]->str);
-      freeReplyObject(r);
-    }
+    const redisReply *list = r->elements >= 4 ? r->element[3] : NULL;
+    for (size_t i = 0; list && i < list->elements && used + 2 < sizeof who; i++)
+      used += (size_t)snprintf(who + used, sizeof who - used, "%s%s", i ? ", " : "",
+                               list->element[i]->str ? list->element[i]->str : "?");
     snprintf(msg, sizeof msg,
              "the job was taken %lld times by workers that stopped before answering (%s): it is "
              "failed rather than tried again (a kernel that takes its host down, or workers "
              "being restarted)",
              deliveries - 1, who[0] ? who : "unknown");
+    freeReplyObject(r);
     fail_job(b, j, "E_WORKER", msg, 1);
     return 1;
   }
-  if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "RPUSH", tries, b->consumer, (char *)NULL))
-    freeReplyObject(r);
-  if (!rq_commandv(&b->conn, deadline, 0, &r, &err, "EXPIRE", tries, "3600", (char *)NULL))
-    freeReplyObject(r);
+  freeReplyObject(r);
+  long long age = now - atoll(j->entry); /* an entry id starts with its server time, ms */
+  if (j->run_ms > 0 && now && age > j->queue_ms + j->run_ms + RQ_HOP_MARGIN_MS) {
+    /* a job its driver stopped waiting for (the driver died): not worth a GPU's time */
+    char msg[256];
+    snprintf(msg, sizeof msg, "the job waited %.0f s, past its driver's deadline: dropped",
+             (double)age / 1000);
+    fail_job(b, j, "E_TIMEOUT", msg, 0);
+    return 1;
+  }
   return 0;
 }
 

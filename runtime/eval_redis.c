@@ -16,6 +16,7 @@ struct evalredis {
   char arch[32];
   char stream[64], workers[64], devices[64];
   long long queue_ms;
+  long long alive_until; /* a worker was seen alive: no need to ask again before this */
   size_t max_payload;
   int group_made;
   long long next_id;
@@ -299,9 +300,10 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
   rq_job_id(job);
   rq_key(done, sizeof done, "done", job);
   rq_key(reply_key, sizeof reply_key, "reply", job);
-  long long n = 0;
-  int rc = alive(r, send_by, &n, NULL, err);
+  long long n = 1;
+  int rc = start < r->alive_until ? KEVO_OK : alive(r, send_by, &n, NULL, err);
   if (!rc && n == 0) rc = no_worker(r, send_by, err);
+  if (!rc) r->alive_until = start + RQ_HEARTBEAT_MS; /* a job a second needs no extra hop */
   if (!rc && !r->group_made && !(rc = rq_ensure_group(&r->conn, r->stream, send_by, err)))
     r->group_made = 1;
   if (!rc) rc = send_job(r, job, header, blobs, nblobs, run_ms, send_by, entry, sizeof entry, err);

@@ -266,6 +266,20 @@ const char RQ_LUA_COMPLETE[] = "local first = 0\n"
                                "redis.pcall('XDEL', KEYS[3], ARGV[4])\n"
                                "return first\n";
 
+const char RQ_LUA_SCREEN[] = RQ_LUA_NOW
+    "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+    "  redis.pcall('XACK', KEYS[3], ARGV[1], ARGV[2])\n"
+    "  redis.pcall('XDEL', KEYS[3], ARGV[2])\n"
+    "  return {1, 0, now}\n"
+    "end\n"
+    "local p = redis.pcall('XPENDING', KEYS[3], ARGV[1], ARGV[2], ARGV[2], 1)\n"
+    "local n = 1\n"
+    "if type(p) == 'table' and type(p[1]) == 'table' then n = p[1][4] end\n"
+    "if n > tonumber(ARGV[4]) then return {2, n, now, redis.call('LRANGE', KEYS[2], 0, -1)} end\n"
+    "redis.call('RPUSH', KEYS[2], ARGV[3])\n"
+    "redis.call('EXPIRE', KEYS[2], 3600)\n"
+    "return {0, n, now}\n";
+
 const char RQ_LUA_CANCEL[] =
     "if redis.call('SET', KEYS[1], 'cancelled', 'NX', 'EX', ARGV[1]) then\n"
     "  redis.pcall('XACK', KEYS[2], ARGV[2], ARGV[3])\n"

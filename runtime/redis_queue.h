@@ -99,6 +99,10 @@ extern const char RQ_LUA_LEAVE[];     /* KEYS workers, devices; ARGV consumer */
 extern const char RQ_LUA_ALIVE[];     /* KEYS workers, devices -> {count, device, ...} */
 extern const char RQ_LUA_COMPLETE[];  /* KEYS done, reply, stream; ARGV frame, ttl_s, group,
                                          entry -> 1 when this was the job's first outcome */
+extern const char RQ_LUA_SCREEN[];    /* KEYS done, tries, stream; ARGV group, entry, consumer,
+                                         max_tries -> {0 go on | 1 answered or withdrawn (the
+                                         entry is deleted) | 2 taken too often, deliveries,
+                                         server time ms[, takers]}; on 0 adds consumer to tries */
 extern const char RQ_LUA_CANCEL[];    /* KEYS done, stream; ARGV ttl_s, group, entry -> 1 when
                                          cancelled, 0 when an outcome came first */
 
