@@ -265,19 +265,19 @@ static void run_job(bridge *b, const job *j) {
   kevo_frame rep;
   kevo_error err = {0};
   evalclient_stats before = evalclient_get_stats(b->child);
-  long long t0 = rq_now_ms();
+  double t0 = rq_clock_ms();
   int rc =
       evalclient_request(b->child, req, j->blobs, j->nblobs, (double)j->run_ms / 1000, &rep, &err);
-  long long took = rq_now_ms() - t0;
+  double took = rq_clock_ms() - t0;
   if (b->verbose)
-    fprintf(stderr, "kevo worker: job %s (%s): %s in %lld ms\n", j->id, op,
+    fprintf(stderr, "kevo worker: job %s (%s): %s in %.1f ms\n", j->id, op,
             rc ? kevo_code(rc) : "replied", took);
   if (rc) {
     int died = evalclient_get_stats(b->child).deaths > before.deaths;
     fail_job(b, j, kevo_code(rc), err.msg, died);
   } else {
     cJSON_DeleteItemFromObjectCaseSensitive(rep.header, "id");
-    cJSON_AddNumberToObject(rep.header, "worker_ms", (double)took); /* KEVO_REDIS_TRACE */
+    cJSON_AddNumberToObject(rep.header, "worker_ms", took); /* KEVO_REDIS_TRACE */
     finish(b, j, rep.header, rep.blobs, rep.nblobs);
     kevo_frame_free(&rep);
   }

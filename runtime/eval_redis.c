@@ -227,19 +227,19 @@ static int cancel_job(evalredis *r, const char *done, const char *entry, kevo_er
 
 /* KEVO_REDIS_TRACE=FILE: a line per reply, "ROUND_TRIP_MS WORKER_MS": the driver's wait and
  * the time the worker's GPU process took (bench/eval_redis.sh: the overhead per job). */
-static void trace(long long start, const cJSON *header) {
+static void trace(double start, const cJSON *header) {
   const char *path = getenv("KEVO_REDIS_TRACE");
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(header, "worker_ms");
   if (!path || !*path || !cJSON_IsNumber(w)) return;
   FILE *f = fopen(path, "a");
   if (!f) return;
-  fprintf(f, "%lld %.3f\n", rq_now_ms() - start, w->valuedouble);
+  fprintf(f, "%.3f %.3f\n", rq_clock_ms() - start, w->valuedouble);
   fclose(f);
 }
 
 /* A reply frame from the queue into *reply, or the worker side's error into a status. */
 static int take_reply(evalredis *r, const redisReply *item, long long id, double deadline_s,
-                      long long start, kevo_frame *reply, kevo_error *err) {
+                      double start, kevo_frame *reply, kevo_error *err) {
   int rc = rq_frame_decode(item->str, item->len, reply, err);
   if (rc) return kevo_fail(err, KEVO_E_WORKER, "a worker's reply through Redis: %s", err->msg);
   trace(start, reply->header);
@@ -294,6 +294,7 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
   }
   long long run_ms = deadline_s > 0 ? (long long)(deadline_s * 1000) : 0;
   long long start = rq_now_ms();
+  double clock0 = rq_clock_ms();
   long long until = run_ms ? start + r->queue_ms + run_ms + RQ_HOP_MARGIN_MS : -1;
   long long send_by = start + (r->queue_ms < 60000 ? r->queue_ms : 60000);
   char job[33], done[64], reply_key[64], entry[64];
@@ -319,7 +320,7 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
                      (char *)NULL);
     if (rc && rc != KEVO_E_IO) return rc;
     if (!rc && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
-      rc = take_reply(r, rep->element[1], id, deadline_s, start, reply, err);
+      rc = take_reply(r, rep->element[1], id, deadline_s, clock0, reply, err);
       freeReplyObject(rep);
       return rc;
     }
@@ -347,7 +348,7 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
     rc = rq_commandv(&r->conn, rq_now_ms() + CANCEL_WAIT_MS, BLPOP_S * 1000, &rep, err, "BLPOP",
                      reply_key, "1", (char *)NULL);
     if (!rc && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
-      rc = take_reply(r, rep->element[1], id, deadline_s, start, reply, err);
+      rc = take_reply(r, rep->element[1], id, deadline_s, clock0, reply, err);
       freeReplyObject(rep);
       return rc;
     }

@@ -19,6 +19,12 @@ long long rq_now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+double rq_clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000 + (double)ts.tv_nsec / 1e6;
+}
+
 static int copy_part(char *dst, size_t cap, const char *src, size_t n) {
   if (n >= cap) return -1;
   memcpy(dst, src, n);

@@ -82,6 +82,7 @@ int rq_commandv(rq_conn *c, long long deadline_ms, int extra_ms, redisReply **ou
                 ...) __attribute__((sentinel));
 
 long long rq_now_ms(void); /* monotonic */
+double rq_clock_ms(void);  /* monotonic, to the microsecond: for measuring */
 
 /* The stream of architecture arch ("sm_90a" -> "sm_90"): writes "sm_90" into base. KEVO_E_ARG
  * for what is not sm_NN[a|f]. */
