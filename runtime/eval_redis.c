@@ -359,3 +359,63 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
                    "it was withdrawn",
                    (double)(rq_now_ms() - start) / 1000, r->conn.url.shown, r->arch);
 }
+
+/* ---- as a transport of an evaluator's pool ---- */
+
+static int t_device(void *self, const cJSON **device, kevo_error *err) {
+  return evalredis_device(self, device, err);
+}
+
+static int t_request(void *self, cJSON *req, const kevo_blob *blobs, size_t nblobs,
+                     double deadline_s, kevo_frame *reply, kevo_error *err) {
+  return evalredis_request(self, req, blobs, nblobs, deadline_s, reply, err);
+}
+
+static evalclient_stats t_stats(const void *self) {
+  return evalredis_get_stats(self);
+}
+
+static int t_ready(const void *self) {
+  (void)self;
+  return 1; /* asking for the device starts nothing */
+}
+
+static void t_free(void *self) {
+  evalredis_free(self);
+}
+
+static const eval_transport_ops redis_ops = {"redis", t_device, t_request,
+                                             t_stats, t_ready,  t_free};
+
+int eval_pool_redis(const evalredis_opts *opts, int n, eval_pool **out, kevo_error *err) {
+  *out = NULL;
+  evalredis *first = NULL;
+  int rc = evalredis_new(opts, &first, err);
+  if (rc) return rc;
+  long long live = 0;
+  long long deadline = rq_now_ms() + 10000;
+  rc = alive(first, deadline, &live, NULL, err);
+  if (!rc && live == 0) rc = no_worker(first, deadline, err);
+  eval_pool *pool = NULL;
+  if (!rc) rc = eval_pool_new(&pool, err);
+  if (rc) {
+    evalredis_free(first);
+    return rc;
+  }
+  if (n <= 0) n = live > 256 ? 256 : (int)live;
+  for (int i = 0; !rc && i < n; i++) {
+    evalredis *r = first;
+    if (i > 0 && (rc = evalredis_new(opts, &r, err))) break;
+    char label[64];
+    snprintf(label, sizeof label, "redis %s #%d", first->arch, i + 1);
+    eval_transport *t = NULL;
+    rc = eval_transport_new(&redis_ops, r, label, "", &t, err);
+    if (!rc) rc = eval_pool_add(pool, t, err);
+  }
+  if (rc) {
+    eval_pool_free(pool);
+    return rc;
+  }
+  *out = pool;
+  return KEVO_OK;
+}

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "eval_client.h"
+#include "eval_pool.h"
 #include "proto.h"
 #include "status.h"
 
@@ -48,6 +49,12 @@ int evalredis_device(evalredis *r, const cJSON **device, kevo_error *err);
  * until the deadline. */
 int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t nblobs,
                       double deadline_s, kevo_frame *reply, kevo_error *err);
+
+/* A pool (eval_pool.h) of n Redis transports for opts->arch, so a batch keeps n jobs in
+ * flight (n <= 0: one per worker of the architecture alive now, at most 256). KEVO_E_WORKER
+ * when no worker of the architecture is alive; evalredis_new's errors. The pool is sized once:
+ * workers that join later share the jobs but add none in flight. */
+int eval_pool_redis(const evalredis_opts *opts, int n, eval_pool **out, kevo_error *err);
 
 /* requests answered, deaths (worker processes that died on a job, crash verdicts); spawns and
  * kills stay 0: the workers are not the driver's. */

@@ -5,6 +5,9 @@
  *                                   (secret), trials = 5, bench = true, race = true, gpus = nil}
  *       gpus: nil (one worker, the driver's GPU), "all" (one per GPU), or "0,2,3" (one per listed
  *       GPU): a batch is spread over the workers (eval_pool.h)
+ *       eval: "redis://[user@]host:port/db": workers on GPU hosts through Redis instead (one job
+ *       in flight per worker of the arch alive now; docs/redis.md), the password in the variable
+ *       eval_password_env names; nil, "E_WORKER: no kevo worker for sm_90 is alive ..." if none
  *       -> Evaluator | nil, "E_IO/E_PARSE/E_RECIPE: file:line:col: ...", code
  *       recipe may also be a table or userdata with a `path` field (a loaded recipe).
  *   ev:evaluate{lang = "cuda", source = text, launch = chunk, launch_name =, launch_line =,
@@ -22,6 +25,7 @@
  *       stopped (kevo doctor)
  *   ev:close()  (also __close, __gc) */
 #include "eval_client.h"
+#include "eval_redis.h"
 #include "evaluate.h"
 #include "lutil.h"
 
@@ -46,8 +50,9 @@ static l_evaluator *check_ev(lua_State *L, int idx) {
 }
 
 static int ev_new(lua_State *L) {
-  static const char *const keys[] = {"recipe", "arch",  "worker", "deadline_s", "seed",
-                                     "trials", "bench", "race",   "gpus",       NULL};
+  static const char *const keys[] = {
+      "recipe", "arch", "worker", "deadline_s",        "seed", "trials", "bench",
+      "race",   "gpus", "eval",   "eval_password_env", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   kevo_l_checkopts(L, 1, "evaluator.new", keys);
   lua_getfield(L, 1, "recipe");
@@ -84,10 +89,23 @@ static int ev_new(lua_State *L) {
   if (!rc) rc = kevo_recipe_load(found, &r, &err);
   if (rc) return kevo_l_fail_err(L, &err);
   const char *gpus = kevo_l_optstr(L, 1, "gpus", NULL);
+  const char *eval_url = kevo_l_optstr(L, 1, "eval", NULL);
   eval_pool *pool = NULL;
-  rc = eval_pool_local(gpus, &wo, &pool, &err);
+  if (eval_url && gpus) {
+    kevo_recipe_free(r);
+    return luaL_error(L, "evaluator.new: gpus and eval exclude each other (the GPUs of eval are "
+                         "its workers')");
+  }
+  if (eval_url) { /* Redis workers on GPU hosts (docs/redis.md) */
+    evalredis_opts ro = {.url = eval_url,
+                         .password_env = kevo_l_optstr(L, 1, "eval_password_env", NULL),
+                         .arch = cfg.arch ? cfg.arch : cuda_default_arch()};
+    rc = eval_pool_redis(&ro, 0, &pool, &err);
+  } else {
+    rc = eval_pool_local(gpus, &wo, &pool, &err);
+  }
   if (rc) kevo_recipe_free(r);
-  if (rc == KEVO_E_ARG) return luaL_error(L, "evaluator.new: %s", err.msg);
+  if (rc == KEVO_E_ARG && !eval_url) return luaL_error(L, "evaluator.new: %s", err.msg);
   if (!rc) rc = evaluator_new_pool(r, pool, &cfg, &e->ev, &err);
   if (rc) return kevo_l_fail_err(L, &err);
   return 1;

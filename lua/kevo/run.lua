@@ -20,9 +20,11 @@ local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 local USAGE = "usage: kevo run RECIPE [--strategy NAME|FILE] [--llm PROVIDER:MODEL] " ..
               "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
-              "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1,...] [--out DIR]\n" ..
+              "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1,...] " ..
+              "[--eval redis://HOST:PORT/DB [--eval-password-env VAR]] [--out DIR]\n" ..
               "       kevo run --resume RUN [--max-evals N] [--time DURATION] " ..
-              "[--budget-tokens N] [--gpus ...] [--db PATH] [--out DIR] (see kevo run --help)"
+              "[--budget-tokens N] [--gpus ...] [--eval ...] [--db PATH] [--out DIR] " ..
+              "(see kevo run --help)"
 
 local Usage = {}
 local function usage_error(fmt, ...)
@@ -76,7 +78,7 @@ function M.parse_args(argv)
   local takes = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
                  ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
                  ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true,
-                 ["--gpus"] = true}
+                 ["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true}
   local given = {}
   local i = 1
   while i <= #argv do
@@ -131,6 +133,18 @@ function M.parse_args(argv)
         local bad = M.gpus_problem(val)
         if bad then usage_error("--gpus %s", bad) end
         cfg.gpus = val
+      elseif flag == "--eval" then
+        -- Redis workers on GPU hosts (docs/redis.md); the URL is recorded with the run, so a
+        -- password never goes in it
+        if not val:match("^redis://") then
+          usage_error("--eval takes redis://HOST:PORT/DB, got '%s'", val)
+        end
+        if val:match("^redis://[^/@]*:[^/@]*@") then
+          usage_error("--eval: put the Redis password in a variable and name it with " ..
+                      "--eval-password-env VAR, not in the URL")
+        end
+        cfg.eval = val
+      elseif flag == "--eval-password-env" then cfg.eval_password_env = val
       end
     elseif cfg.recipe then
       usage_error("one recipe expected, got '%s' and '%s'", cfg.recipe, a)
@@ -376,12 +390,19 @@ local function make_evaluator(task, cfg, host, spec)
   if not ok then
     error("this build has no evaluator (kevo.evaluator): " .. tostring(evaluator), 0)
   end
-  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch, gpus = cfg.gpus}
+  if cfg.gpus and cfg.eval then
+    usage_error("--gpus and --eval exclude each other: the GPUs of --eval are its workers'")
+  end
+  if cfg.eval_password_env and not cfg.eval then
+    usage_error("--eval-password-env names the password of --eval's Redis: --eval is missing")
+  end
+  local ev, msg, code = evaluator.new{recipe = task, arch = cfg.arch, gpus = cfg.gpus,
+                                      eval = cfg.eval, eval_password_env = cfg.eval_password_env}
   if not ev then
     if code == "E_NOGPU" then error("verification needs a GPU: " .. tostring(msg), 0) end
-    error(tostring(msg), 0)
+    error(cfg.eval and tostring(msg):gsub("^E_%u+: ", "") or tostring(msg), 0)
   end
-  if cfg.gpus then -- every worker greeted now: GPUs of two models are refused before the run
+  if cfg.gpus or cfg.eval then -- every worker greeted now: GPUs of two models are refused
     local dev, dmsg, dcode = ev:device()
     if not dev and dcode ~= "E_NOGPU" then
       ev:close()
@@ -853,6 +874,8 @@ function M.execute(cfg, host)
   local workers = r.evaluator.workers
   kevo.log("kevo run %d: %s%s on %s, %d seed(s), evaluator: %s%s%s", run_id,
            rec and "resuming " or "", strat.name, recipe_name, #seeds, evaluator_name,
+           cfg.eval and string.format(" (%d Redis worker%s, %s)", workers or 1,
+                                      workers == 1 and "" or "s", cfg.eval) or
            workers and workers > 1 and string.format(" (%d workers, --gpus %s)", workers,
                                                       cfg.gpus) or "",
            llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")

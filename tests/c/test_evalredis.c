@@ -245,7 +245,7 @@ static void test_slow_worker(void) {
   flush_db(&base, 2);
   snprintf(log, sizeof log, "%s/slow.log", tmp);
   snprintf(logenv, sizeof logenv, "KEVO_FAKE_LOG=%s", log);
-  const char *env[] = {"KEVO_FAKE_SLEEP=3", logenv, NULL};
+  const char *env[] = {"KEVO_FAKE_EVAL_S=3", logenv, NULL};
   pid_t slow = start_bridge(url, "ok", env, NULL);
   evalredis *r = driver(url, 0);
   CHECK(wait_alive(r));
@@ -277,7 +277,7 @@ static void test_killed_worker(void) {
   flush_db(&base, 3);
   snprintf(log, sizeof log, "%s/killed.log", tmp);
   snprintf(logenv, sizeof logenv, "KEVO_FAKE_LOG=%s", log);
-  const char *env[] = {"KEVO_FAKE_SLEEP=30", logenv, NULL};
+  const char *env[] = {"KEVO_FAKE_EVAL_S=30", logenv, NULL};
   const char *env_ok[] = {logenv, NULL};
   evalredis *r = driver(url, 0);
   for (int round = 0; round < 2; round++) {
@@ -471,7 +471,7 @@ static void test_restart(void) {
   snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", port);
   snprintf(log, sizeof log, "%s/restart.log", tmp);
   snprintf(logenv, sizeof logenv, "KEVO_FAKE_LOG=%s", log);
-  const char *env[] = {"KEVO_FAKE_SLEEP=2", logenv, NULL};
+  const char *env[] = {"KEVO_FAKE_EVAL_S=2", logenv, NULL};
   pid_t w = start_bridge(url, "ok", env, NULL);
   evalredis *r = driver(url, 0);
   CHECK(wait_alive(r));

@@ -15,8 +15,7 @@ purpose, as chosen by argv:
   MODE-once STATE: misbehaves only while STATE does not exist (and creates it), then acts as
   ok: for testing that the next worker works.
 
-KEVO_FAKE_CC=8,0 makes the device another architecture (cc [8, 0]); KEVO_FAKE_SLEEP=S makes
-evaluate take S seconds first (a slow worker).
+KEVO_FAKE_CC=8,0 makes the device another architecture (cc [8, 0]).
 
 hello's device also reports which environment variables the worker can see ("env"), so tests
 can check the driver scrubbed it. Every request is logged (op, id, pid, CUDA_VISIBLE_DEVICES)
@@ -134,7 +133,6 @@ def main():
             open(state, "w").close()
     log = os.environ.get("KEVO_FAKE_LOG")
     cc = [int(x) for x in os.environ.get("KEVO_FAKE_CC", "9,0").split(",")]
-    pause = float(os.environ.get("KEVO_FAKE_SLEEP", "0"))
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         req, blobs = read_frame(inp)
@@ -170,8 +168,6 @@ def main():
         if op != "evaluate":
             write_frame(out, {"id": rid, "ok": False, "verdict": "error", "message": "unknown op"})
             continue
-        if pause > 0:
-            time.sleep(pause)
         if mode == "hang":
             while True:
                 time.sleep(3600)
