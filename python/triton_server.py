@@ -137,10 +137,16 @@ class Compiler:
         cc = int(m.group(1)) if m else int(arch) if arch.isdigit() else 0
         if not 50 <= cc <= 200:
             raise Rejected(0, 0, f"unknown arch '{clip(arch, 32)}'")
+        warps, stages = req.get("num_warps", 4), req.get("num_stages", 3)
+        if type(warps) is not int or not 1 <= warps <= 32 or warps & (warps - 1):
+            raise Rejected(0, 0, f"num_warps must be a power of two from 1 to 32, got "
+                           f"'{clip(warps, 32)}'")
+        if type(stages) is not int or not 1 <= stages <= 8:
+            raise Rejected(0, 0, f"num_stages must be an integer from 1 to 8, got "
+                           f"'{clip(stages, 32)}'")
         target = self.GPUTarget("cuda", cc, 32)
         backend = self.make_backend(target)
-        options = backend.parse_options({"num_warps": int(req.get("num_warps", 4)),
-                                         "num_stages": int(req.get("num_stages", 3))})
+        options = backend.parse_options({"num_warps": warps, "num_stages": stages})
         return cc, target, backend, options
 
     def to_ptx(self, req):

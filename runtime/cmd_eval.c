@@ -5,6 +5,7 @@
 #include "recipe_knobs.h"
 #include "evaluate.h"
 #include "registry.h"
+#include "triton.h"
 
 #include <cjson/cJSON.h>
 
@@ -78,6 +79,13 @@ static int knobs_make_no_launch(evaluator *ev, const eval_candidate *cand, const
     return 1;
   }
   if (nuser == 0) return 0;
+  for (size_t i = 0; !strcmp(cand->lang, "triton") && i < nuser; i++)
+    if (triton_is_option(cand->knobs[i].name) &&
+        triton_option_value(cand->knobs[i].name, cand->knobs[i].value, NULL, &err)) {
+      fprintf(stderr, "kevo eval: --set %s=%s: %s\n", cand->knobs[i].name, cand->knobs[i].value,
+              err.msg);
+      return 1;
+    }
   cJSON *plans = NULL;
   int rc = evaluator_plans(ev, cand, &plans, &err);
   cJSON_Delete(plans);

@@ -51,26 +51,16 @@ static cJSON *knob_value(const char *s) {
   return cJSON_CreateString(s);
 }
 
-static int option_knob(const char *name) {
-  return !strcmp(name, "num_warps") || !strcmp(name, "num_stages");
-}
-
 int evtri_prepare(const cJSON *plan, const char *src, size_t len, const kevo_define *knobs,
                   size_t nknobs, const char *(*dtype_of)(const char *, void *), void *ud,
                   evtri_prep *out, kevo_error *err) {
   memset(out, 0, sizeof *out);
   int warps = 4, stages = 3;
   for (size_t i = 0; i < nknobs; i++) {
-    if (!option_knob(knobs[i].name)) continue;
-    char *e;
-    long v = strtol(knobs[i].value ? knobs[i].value : "", &e, 10);
-    if (!knobs[i].value || *e || v < 1 || v > 64)
-      return kevo_fail(err, KEVO_E_LAUNCH, "knob %s must be an integer from 1 to 64, got '%s'",
-                       knobs[i].name, knobs[i].value ? knobs[i].value : "");
-    if (!strcmp(knobs[i].name, "num_warps"))
-      warps = (int)v;
-    else
-      stages = (int)v;
+    if (!triton_is_option(knobs[i].name)) continue;
+    if (triton_option_value(knobs[i].name, knobs[i].value,
+                            !strcmp(knobs[i].name, "num_warps") ? &warps : &stages, err))
+      return kevo_fail_prefix(err, "knob ");
   }
   int k = 0;
   const cJSON *l;
@@ -109,7 +99,7 @@ int evtri_prepare(const cJSON *plan, const char *src, size_t len, const kevo_def
   }
   if (!out->njobs) return kevo_fail(err, KEVO_E_LAUNCH, "kevo:launch: no kernels");
   for (size_t i = 0; i < nknobs; i++) {
-    if (option_knob(knobs[i].name)) continue;
+    if (triton_is_option(knobs[i].name)) continue;
     int anywhere = 0;
     for (size_t j = 0; j < out->njobs; j++)
       anywhere |= declares(src, len, out->jobs[j].kernel, knobs[i].name) != 0;

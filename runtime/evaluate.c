@@ -360,11 +360,25 @@ static int candidate_chunk(const eval_candidate *cand, const char *name, chunk *
   return KEVO_OK;
 }
 
+/* A Triton candidate's compile options (num_warps, num_stages) among its knobs must be values
+ * Triton can compile (triton.h), checked before the launch chunk sees them: num_warps=0 is
+ * named as such, not as the block of 0 threads it would make. */
+static int triton_options_check(const eval_candidate *cand, kevo_error *err) {
+  if (!cand->lang || strcmp(cand->lang, "triton")) return KEVO_OK;
+  for (size_t i = 0; i < cand->nknobs; i++)
+    if (triton_is_option(cand->knobs[i].name) &&
+        triton_option_value(cand->knobs[i].name, cand->knobs[i].value, NULL, err))
+      return kevo_fail_prefix(err, "knob ");
+  return KEVO_OK;
+}
+
 int evaluator_plans(evaluator *ev, const eval_candidate *cand, cJSON **out, kevo_error *err) {
   *out = NULL;
   const kevo_recipe *r = ev->recipe;
   chunk cc;
-  int rc = candidate_chunk(cand, cand->name ? cand->name : "candidate", &cc, err);
+  int rc = triton_options_check(cand, err);
+  if (rc) return rc;
+  rc = candidate_chunk(cand, cand->name ? cand->name : "candidate", &cc, err);
   if (rc) return rc;
   const cJSON *dev = NULL;
   launch_device ld;
@@ -399,7 +413,8 @@ static const char *cand_name(const eval_candidate *c) {
  * the compile jobs (their signatures come from the launch's arguments). */
 static void triton_prepare(evaluator *ev, const eval_candidate *cand, const cJSON *dev, built *b) {
   chunk cc;
-  if (candidate_chunk(cand, cand_name(cand), &cc, &b->perr)) {
+  if (triton_options_check(cand, &b->perr) ||
+      candidate_chunk(cand, cand_name(cand), &cc, &b->perr)) {
     b->pverdict = "launch_error";
     return;
   }

@@ -251,12 +251,14 @@ static void read_compile_opts(lua_State *L, int idx, int with_src, int convert,
   if (!o->kernel) luaL_error(L, "%s: option 'kernel' (string) is required", fname);
   o->filename = kevo_l_optstr(L, idx, "name", NULL);
   o->arch = kevo_l_optstr(L, idx, "arch", NULL);
-  o->num_warps = (int)kevo_l_optint(L, idx, "num_warps", 4);
-  o->num_stages = (int)kevo_l_optint(L, idx, "num_stages", 3);
-  if (o->num_warps < 1 || o->num_warps > 32 || (o->num_warps & (o->num_warps - 1)))
-    luaL_error(L, "%s: num_warps must be a power of two from 1 to 32", fname);
-  if (o->num_stages < 1 || o->num_stages > 8)
-    luaL_error(L, "%s: num_stages must be from 1 to 8", fname);
+  const char *option[] = {"num_warps", "num_stages"};
+  int *value[] = {&o->num_warps, &o->num_stages};
+  for (int i = 0; i < 2; i++) {
+    char text[32];
+    snprintf(text, sizeof text, "%lld", (long long)kevo_l_optint(L, idx, option[i], i ? 3 : 4));
+    kevo_error e = {0};
+    if (triton_option_value(option[i], text, value[i], &e)) luaL_error(L, "%s: %s", fname, e.msg);
+  }
   o->timeout_s = kevo_l_optnum(L, idx, "timeout", 0);
   if (lua_getfield(L, idx, "signature") != LUA_TTABLE)
     luaL_error(L, "%s: option 'signature' (table) is required", fname);

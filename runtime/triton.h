@@ -122,6 +122,17 @@ void triton_module_free(triton_module *m);
 
 /* --- launch plans (triton_plan.c) ---------------------------------------------------------- */
 
+/* Triton's launch options and the values that can make a kernel: num_warps a power of two from
+ * 1 to 32 (a block is 32 * num_warps threads, at most 1024), num_stages from 1 to 8. */
+enum { TRITON_MAX_WARPS = 32, TRITON_MAX_STAGES = 8 };
+
+/* 1 when name is a compile option (num_warps, num_stages) rather than a constexpr. */
+int triton_is_option(const char *name);
+/* Checks a compile option's value: KEVO_OK (and *out, when out is not NULL), or KEVO_E_ARG with
+ * a message that names the option, the value and what it must be ("num_warps must be a power
+ * of two from 1 to 32, got '3'"). value: the knob's text ("4"). */
+int triton_option_value(const char *name, const char *value, int *out, kevo_error *err);
+
 /* Triton's pointer type for a kevo dtype name ("f32" -> "*fp32"), or NULL. */
 const char *triton_pointer_type(const char *dtype);
 

@@ -6,8 +6,36 @@
 
 #include <cjson/cJSON.h>
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+int triton_is_option(const char *name) {
+  return name && (!strcmp(name, "num_warps") || !strcmp(name, "num_stages"));
+}
+
+int triton_option_value(const char *name, const char *value, int *out, kevo_error *err) {
+  int warps = !strcmp(name, "num_warps");
+  const char *v = value ? value : "";
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  int ok = *v && !*end && !errno;
+  if (warps)
+    ok = ok && n >= 1 && n <= TRITON_MAX_WARPS && (n & (n - 1)) == 0;
+  else
+    ok = ok && n >= 1 && n <= TRITON_MAX_STAGES;
+  if (!ok)
+    return warps ? kevo_fail(err, KEVO_E_ARG,
+                             "num_warps must be a power of two from 1 to %d (a block of 32 * "
+                             "num_warps threads), got '%.40s'",
+                             TRITON_MAX_WARPS, v)
+                 : kevo_fail(err, KEVO_E_ARG, "%s must be an integer from 1 to %d, got '%.40s'",
+                             name, TRITON_MAX_STAGES, v);
+  if (out) *out = (int)n;
+  return KEVO_OK;
+}
 
 const char *triton_pointer_type(const char *dtype) {
   static const char *const map[][2] = {

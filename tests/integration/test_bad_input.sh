@@ -116,4 +116,16 @@ has "--set BLOCK=0: the launch chunk makes no launch with this value"
 t "eval --set BLOCK=0, not a seed" 2 "$KEVO" eval n18/sc.yaml k18.cu --set BLOCK=0
 has "--set BLOCK=0: the launch chunk makes no launch"
 
+# Triton launch options that make no kernel (num_warps 0, not a power of two, past 32;
+# num_stages below 1): refused before any compile, naming the option and what it must be
+for kv in num_warps=0 num_warps=3 num_warps=64 num_warps=x num_stages=0 num_stages=9; do
+  t "eval --set $kv (Triton)" 2 "$KEVO" eval vector_add "$src/vector_add/vector_add.py" --set "$kv"
+  has "--set $kv: ${kv%%=*} must be"; has "got '${kv#*=}'"
+done
+cp -r "$src/vector_add" "$src/vector_add.yaml" .
+sed -i 's/num_warps: \[2, 4, 8\]/num_warps: [2, 4, 6]/' vector_add.yaml
+grep -q "num_warps: \[2, 4, 6\]" vector_add.yaml || { echo "FAIL: vector_add's space line moved"; fail=1; }
+t "check num_warps: [2, 4, 6]" 2 "$KEVO" check vector_add.yaml
+has "space: num_warps=6 makes no launch: knob num_warps must be a power of two from 1 to 32"
+
 exit $fail

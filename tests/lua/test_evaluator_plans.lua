@@ -26,6 +26,19 @@ assert(defaults[1].plan.kernels[1].block[1] == default_block, "the source's defa
 local py = read(src .. "/recipes/softmax/softmax.py")
 local tp = assert(ev:plans{lang = "triton", source = py})
 assert(tp[1].plan.kernels[1].grid[1] == 16384)
+-- Triton's compile options that can make no kernel are named as such, before the chunk runs
+-- (num_warps = 0 would otherwise surface as a block of 0 threads, or reach the compiler)
+for _, bad in ipairs{{num_warps = 0}, {num_warps = 3}, {num_warps = 64}, {num_warps = -2},
+                     {num_warps = "four"}, {num_stages = 0}, {num_stages = 9}} do
+  local name, value = next(bad)
+  local none, why, code = ev:plans{lang = "triton", source = py, knobs = bad}
+  assert(none == nil and code == "E_ARG" and why:find("knob " .. name, 1, true) and
+         why:find("got '" .. value .. "'", 1, true), why)
+  local r = ev:evaluate{lang = "triton", source = py, knobs = bad}
+  assert(r.verdict == "launch_error" and r.stage == "compile" and
+         r.message:find(name .. " must be", 1, true), r.message)
+end
+assert(ev:plans{lang = "triton", source = py, knobs = {num_warps = 32, num_stages = 8}})
 
 -- no launch block: nil, message, E_LAUNCH; misuse raises
 local ok, msg, code = ev:plans{lang = "cuda", source = "__global__ void k() {}"}
