@@ -37,8 +37,7 @@ local seeds = {
   {read("recipes/vector_add/vector_add.py"), "vector_add", {"*fp32", "*fp32", "*fp32", "i32"}},
   {read("recipes/softmax/softmax.py"), "softmax", {"*fp32", "*fp32", "i32", "i32"}},
 }
-local times = {}
-local i = 0
+local times, phases = {}, {}
 for _, block in ipairs{128, 256, 512, 1024, 2048, 4096} do
   for _, warps in ipairs{1, 2, 4, 8} do
     for _, s in ipairs(seeds) do
@@ -49,15 +48,29 @@ for _, block in ipairs{128, 256, 512, 1024, 2048, 4096} do
       assert(m, info)
       assert(info.cached == false)
       times[#times + 1] = (sys.clock() - t) * 1000
+      for k, v in pairs(info.phases or {}) do
+        phases[k] = phases[k] or {}
+        table.insert(phases[k], v)
+      end
     end
   end
 end
-table.sort(times)
-local function q(p) return times[math.max(1, math.ceil(p * #times))] end
-print(("warm %s %d %.1f %.1f %.1f %.1f"):format(version, #times, q(0.5), q(0.1), q(0.9), cold_start * 1000))
+local function q(t, p) table.sort(t) return t[math.max(1, math.ceil(p * #t))] end
+print(("warm %s %d %.1f %.1f %.1f %.1f"):format(version, #times, q(times, 0.5), q(times, 0.1),
+                                               q(times, 0.9), cold_start * 1000))
+-- where a warm compile's time goes (info.phases, medians): the server's own steps, then the
+-- compile process's (inside "child")
+local order = {"fork", "child", "ptxas", "reap", "handoff", "check", "ast_to_ir", "ttir", "ttgir",
+               "llir", "ptx"}
+local line = {}
+for _, k in ipairs(order) do
+  if phases[k] then line[#line + 1] = ("%s=%.1f"):format(k, q(phases[k], 0.5)) end
+end
+print("phases " .. table.concat(line, " "))
 LUA
-warm=$("$kevo" script "$tmp/warm.lua" "$n_warm")
-read -r _ version nw w50 w10 w90 start_ms <<<"$warm"
+"$kevo" script "$tmp/warm.lua" "$n_warm" >"$tmp/warm.out"
+read -r _ version nw w50 w10 w90 start_ms <"$tmp/warm.out"
+phases=$(sed -n 's/^phases //p' "$tmp/warm.out")
 
 # A cold batch: a fresh kevo compiles n_warm distinct candidates at once (compile_many on the
 # default number of servers), cold starts included; the wall time divided by the batch size.
@@ -153,6 +166,7 @@ printf '%-58s %10s\n' "kevo server cold start (import + warm-up, once per run)" 
 printf '%-58s %10s\n' "kevo warm compile per candidate, median of $nw" "$w50"
 printf '%-58s %10s\n' "kevo warm compile per candidate, p10 / p90" "$w10 / $w90"
 printf '%-58s %10s\n' "kevo cold batch of $nb (fresh kevo), per candidate" "$b_ms"
+echo "warm compile's phases, ms (medians; server: fork child ptxas reap; child: the rest): $phases"
 printf '%-58s %10s\n' "cold process per candidate, median of $n_cold" "$c50"
 echo "cold baseline: $baseline (all: ${cold[*]} ms)"
 awk -v c="$c50" -v w="$w50" -v b="$b_ms" 'BEGIN { printf "ratio cold/warm: %.1fx; target warm <= 100 ms: %s; cold batch <= 150 ms: %s\n", c / w, (w <= 100 ? "met" : "NOT met"), (b <= 150 ? "met" : "NOT met") }'

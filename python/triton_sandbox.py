@@ -30,6 +30,7 @@ raises, and the compile is refused. A kernel without Landlock gets everything bu
 """
 
 import ctypes
+import fcntl
 import os
 import resource
 import signal
@@ -225,10 +226,11 @@ def read_paths():
     return sorted(p for p in paths if os.path.isdir(p))
 
 
-def confine(keep_fd, zygote_pid, limits, paths, abi):
-    """Walls this (freshly forked) process in; keep_fd (the result pipe) is its only fd past
-    stdio. limits: {"as_bytes", "cpu_s", "fsize_bytes", "nofile"}. Raises on any failure: the
-    caller then refuses the compile rather than compiling unconfined."""
+def confine(keep_fds, zygote_pid, limits, paths, abi):
+    """Walls this (freshly forked) process in; keep_fds (its request and result pipes) are its
+    only fds past stdio, moved to 3, 4, ... in order (the new numbers are returned). limits:
+    {"as_bytes", "cpu_s", "fsize_bytes", "nofile"}. Raises on any failure: the caller then
+    refuses the compile rather than compiling unconfined."""
     machine = os.uname().machine
     if machine not in SYSCALLS:
         raise OSError(0, f"no seccomp filter for {machine}: compiles are refused here")
@@ -238,8 +240,9 @@ def confine(keep_fd, zygote_pid, limits, paths, abi):
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    keep = os.dup2(keep_fd, 3) if keep_fd != 3 else 3
-    os.closerange(4, 1 << 16)
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for fd in keep_fds]  # clear of 3, 4, ...
+    keep = [os.dup2(fd, 3 + i, inheritable=False) for i, fd in enumerate(high)]
+    os.closerange(3 + len(keep), 1 << 16)
     os.environ.clear()
     for res, value in ((resource.RLIMIT_AS, limits.get("as_bytes")),
                        (resource.RLIMIT_CPU, limits.get("cpu_s")),

@@ -24,9 +24,11 @@ ptxas's output cannot corrupt a frame.
 
 import ast
 import json
+import gc
 import linecache
 import os
 import re
+import resource
 import select
 import signal
 import struct
@@ -42,6 +44,8 @@ PROTO_IN, PROTO_OUT = 3, 4
 MAX_HEADER = 16 << 20
 MAX_PTX = 64 << 20  # what a child may send back
 MAX_MESSAGE = 2000  # a diagnostic's length, as the model will read it
+PHASE_NAMES = ("fork", "handoff", "check", "ast_to_ir", "ttir", "ttgir", "llir", "ptx", "child",
+               "ptxas", "reap")  # info.phases: where a compile's time went (Phases)
 SOURCE_NAME = "kevo-candidate:"  # code objects' file name: no file on disk, only linecache
 
 # The warm-up kernel touches what kernels commonly pull in lazily: a reduction (Triton's own JIT
@@ -67,6 +71,22 @@ def clip(text, n=MAX_MESSAGE):
     return text if len(text) <= n else text[:n - 15] + " ...(truncated)"
 
 
+class Phases:
+    """Where a compile's time goes: mark(name) records the milliseconds since the previous mark
+    (bench/triton_compile.sh prints them; info.phases)."""
+
+    def __init__(self):
+        self.last, self.ms = time.monotonic(), {}
+
+    def start(self, t=None):
+        self.last, self.ms = time.monotonic() if t is None else t, {}
+
+    def mark(self, name):
+        t = time.monotonic()
+        self.ms[name] = round(self.ms.get(name, 0.0) + (t - self.last) * 1000.0, 2)
+        self.last = t
+
+
 class Compiler:
     """Triton, imported; compiles to PTX in-process (the child) and PTX to cubin (the zygote)."""
 
@@ -88,6 +108,7 @@ class Compiler:
                                            "math": math})
         self.count = 0
         self.unchecked = False
+        self.phases = Phases()
         self.triton_dir = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
 
     # --- in the child: source -> PTX ------------------------------------------------------
@@ -155,8 +176,10 @@ class Compiler:
         filename = str(req.get("filename") or "candidate.py")[:200]
         kernel_name = req["kernel"]
         ns, def_lines = {}, {}
+        mark = self.phases.mark
         try:
             ns, def_lines = self.load(req["src"], filename)
+            mark("check")
             fn = ns.get(kernel_name)
             if not isinstance(fn, self.JITFunction):
                 raise Rejected(0, 0, f"no @triton.jit function named '{clip(kernel_name, 64)}'")
@@ -172,8 +195,10 @@ class Compiler:
             backend.load_dialects(context)
             module = src.make_ir(target, options, backend.get_codegen_implementation(options),
                                  backend.get_module_map(), context)
+            mark("ast_to_ir")
             for ext in ("ttir", "ttgir", "llir", "ptx"):
                 module = stages[ext](module, metadata)
+                mark(ext)
         except Rejected:
             raise
         except Exception as e:
@@ -338,13 +363,35 @@ def read_frame(fd, max_header=MAX_HEADER, max_blob=MAX_PTX, deadline=None):
     return header, blobs
 
 
-def write_frame(fd, header, blobs=()):
+def write_frame(fd, header, blobs=(), deadline=None):
+    """Writes one frame; with a deadline, fd is made non-blocking and TimeoutError is raised
+    when the reader has not taken it all by then."""
     header["blobs"] = [len(b) for b in blobs]
     data = json.dumps(header).encode()
     out = struct.pack("<I", len(data)) + data + b"".join(blobs)
     view = memoryview(out)
+    if deadline is not None:
+        os.set_blocking(fd, False)
     while view:
-        view = view[os.write(fd, view):]
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise TimeoutError from None
+
+
+def kill_and_reap(pid):
+    """SIGKILLs a compile process (gone already is fine) and waits for it; its wait status."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except InterruptedError:
+            continue
 
 
 # --- the zygote -------------------------------------------------------------------------------
@@ -359,6 +406,7 @@ class Zygote:
         self.abi = triton_sandbox.landlock_abi()
         self.paths = triton_sandbox.read_paths()
         self.pid = os.getpid()
+        self.spare = None  # (pid, request fd, result fd) of the next compile process
 
     def warm_up(self, arch):
         """Everything Triton loads or runs lazily (LLVM, dialects, ptxas --version), once, here:
@@ -391,23 +439,63 @@ class Zygote:
             return
         raise OSError("root could be regained after dropping it")
 
-    def child(self, req, wfd):
-        """In the fork: confine, compile to PTX, send the result, exit. Never returns."""
+    # --- compile processes ----------------------------------------------------------------
+
+    def spawn(self):
+        """Forks the next compile process before its request comes (the spare), so that the
+        fork and the walls are off a compile's critical path. The spare walls itself in at once
+        and then waits for one request on a pipe of its own; until it reads one it has run
+        nothing of anyone's. Called at start and after each reply has gone out."""
+        if self.spare is not None:
+            return
+        q_r, q_w = os.pipe()
+        r_r, r_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(q_w)
+            os.close(r_r)
+            self.child(q_r, r_w)
+        os.close(q_r)
+        os.close(r_w)
+        self.spare = (pid, q_w, r_r)
+
+    def drop_spare(self):
+        if self.spare is not None:
+            pid, q_w, r_r = self.spare
+            self.spare = None
+            os.close(q_w)
+            os.close(r_r)
+            kill_and_reap(pid)
+
+    def child(self, q_r, r_w):
+        """In the fork: confine (the result pipe becomes fd 3, the request pipe fd 4), read one
+        request and close fd 4, compile it to PTX, send the result, exit. Never returns."""
         code = 0
-        try:
-            limits = dict(self.limits)
-            timeout = float(req.get("timeout") or 120)
-            limits["cpu_s"] = int(timeout) + 2
-            out = triton_sandbox.confine(wfd, self.pid, limits, self.paths, self.abi)
+        try:  # the CPU limit is the server's until the request names its deadline
+            out, req_fd = triton_sandbox.confine([r_w, q_r], self.pid, self.limits, self.paths,
+                                                 self.abi)
         except BaseException as e:
             try:
-                write_frame(wfd, {"ok": False, "sandbox": True,
+                write_frame(r_w, {"ok": False, "sandbox": True,
                                   "error": clip(f"the compile sandbox could not be set up: {e}")})
             finally:
                 os._exit(3)
         try:
+            req, _ = read_frame(req_fd, MAX_HEADER, 0)
+            os.close(req_fd)
+            if req is None:  # no compile for this one (the server is stopping)
+                os._exit(0)
+            self.compiler.phases.start(req.pop("t0", None))
+            self.compiler.phases.mark("handoff")
+            used = sum(os.times()[:2])
+            cpu = int(used + float(req.get("timeout") or 120)) + 2
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))  # lowering it: always allowed
+        except BaseException:
+            os._exit(4)
+        try:
             ptx, md, extra = self.compiler.to_ptx(req)
-            write_frame(out, {"ok": True, "md": md, "extra": extra}, [ptx.encode()])
+            write_frame(out, {"ok": True, "md": md, "extra": extra,
+                              "phases": self.compiler.phases.ms}, [ptx.encode()])
         except Rejected as r:
             write_frame(out, {"ok": False, "error": clip(r.message), "line": r.line, "col": r.col})
         except BaseException as e:  # MemoryError, RecursionError, ...: its type only
@@ -419,38 +507,43 @@ class Zygote:
         os._exit(code)
 
     def compile(self, req):
-        """One request: fork, wait for the child's result (or its deadline), reap it, make the
-        cubin. Returns the reply header fields and the blobs."""
+        """One request: hand it to the spare compile process (forking one if there is none),
+        wait for its result (or its deadline), make the cubin with ptxas, and reap the process
+        before replying. Returns the reply header fields and the blobs."""
         if not isinstance(req.get("src"), str) or not isinstance(req.get("kernel"), str):
             return {"ok": False, "error": "a compile request needs src and kernel"}, []
         t0 = time.monotonic()
+        phases = Phases()
+        phases.start(t0)
         timeout = float(req.get("timeout") or 120)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            self.child(req, w)
-        os.close(w)
-        result, blobs, why = None, [], None
+        self.spawn()
+        pid, q_w, r = self.spare
+        self.spare = None
+        phases.mark("fork")
+        result, blobs, why, status = None, [], None, 0
         try:
-            result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout)
-        except TimeoutError:
-            why = "timeout"
-        except (ValueError, OSError):
-            why = "bad result"
-        finally:
-            os.close(r)
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, status = os.waitpid(pid, 0)
-        if why == "timeout":
-            return {"ok": False, "timeout": True,
-                    "error": f"compiling took longer than {timeout:g} s"}, []
-        if why == "bad result":
-            return {"ok": False, "error": "the compile process sent a malformed result"}, []
-        if result is None:
+                write_frame(q_w, dict(req, t0=time.monotonic()), deadline=t0 + timeout)
+                os.close(q_w)
+                q_w = -1
+                result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout)
+            except TimeoutError:
+                why = "timeout"
+            except (ValueError, OSError):
+                why = "bad result"
+            finally:
+                if q_w >= 0:
+                    os.close(q_w)
+                os.close(r)
+                try:  # it has sent its result (or failed): it dies while ptxas runs
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            phases.mark("child")
+            fields, blobs = self.finish(req, result, blobs, why, timeout, phases)
+        finally:
+            status = kill_and_reap(pid)
+        if result is None and why is None:
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
             how = f"killed by signal {sig} ({signal.Signals(sig).name})" if sig else \
                 f"exited with status {os.waitstatus_to_exitcode(status)}"
@@ -458,6 +551,27 @@ class Zygote:
                                                                  signal.SIGSEGV) else ""
             return {"ok": False, "error": f"the compile process {how}{hint} and sent no "
                     "result"}, []
+        if fields.get("ok"):
+            phases.mark("reap")
+            child = result.get("phases")
+            if isinstance(child, dict):  # the child's own marks: informative only, bounded
+                fields["info"]["phases"] = {
+                    k: float(v) for k, v in list(child.items())[:16]
+                    if k in PHASE_NAMES and type(v) in (int, float) and 0 <= v < 1e7}
+                fields["info"]["phases"].update(phases.ms)
+            fields["info"]["server_ms"] = (time.monotonic() - t0) * 1000.0
+        return fields, blobs
+
+    def finish(self, req, result, blobs, why, timeout, phases):
+        """The reply for a compile process's result (None: it sent none; why: timeout or a bad
+        frame): its error, or the cubin ptxas makes of its PTX."""
+        if why == "timeout":
+            return {"ok": False, "timeout": True,
+                    "error": f"compiling took longer than {timeout:g} s"}, []
+        if why == "bad result":
+            return {"ok": False, "error": "the compile process sent a malformed result"}, []
+        if result is None:
+            return {"ok": False}, []
         if result.get("sandbox"):
             return {"ok": False, "internal": True, "error": clip(result.get("error"))}, []
         if not result.get("ok"):
@@ -469,18 +583,20 @@ class Zygote:
                     "diagnostics": [{"line": line, "col": col, "severity": "error",
                                      "message": msg}]}, []
         try:
+            if len(blobs) != 1:
+                raise ValueError("the compile's result is not one PTX text")
             ptx = blobs[0].decode("ascii")
             md, extra = result.get("md"), result.get("extra")
             if not isinstance(md, dict) or not isinstance(extra, dict):
                 raise ValueError("the compile's result lacks its metadata")
             info, cubin = self.compiler.to_cubin(req, ptx, md, extra)
+            phases.mark("ptxas")
         except Exception as e:
             first = (str(e).strip().splitlines() or [""])[0]
             msg = clip(f"{type(e).__name__}: {first}", 500)
             return {"ok": False, "error": msg,
                     "diagnostics": [{"line": 0, "col": 0, "severity": "error",
                                      "message": msg}]}, []
-        info["server_ms"] = (time.monotonic() - t0) * 1000.0
         return {"ok": True, "info": info}, [cubin]
 
     def selftest(self, req):
@@ -490,8 +606,8 @@ class Zygote:
         if pid == 0:
             os.close(r)
             try:
-                out = triton_sandbox.confine(w, self.pid, dict(self.limits, cpu_s=10),
-                                             self.paths, self.abi)
+                (out, ) = triton_sandbox.confine([w], self.pid, dict(self.limits, cpu_s=10),
+                                                 self.paths, self.abi)
                 rep = {"ok": True, "pid": os.getpid(), "zygote": self.pid,
                        "cwd": os.getcwd(), "env": sorted(os.environ), "uid": os.getuid(),
                        "sid": os.getsid(0), "landlock": self.abi}
@@ -532,6 +648,10 @@ def main():
         if not fields.get("ok"):
             raise RuntimeError("the compile sandbox cannot compile kevo's own test kernel: " +
                                str(fields.get("error")))
+        # Everything imported so far is the zygote's for good: the collector of a compile
+        # process need not walk (and so copy) those pages.
+        gc.freeze()
+        zygote.spawn()
     except Exception as e:
         write_frame(PROTO_OUT, {"op": "hello", "ok": False,
                                 "error": f"{type(e).__name__}: {e}"})
@@ -543,6 +663,7 @@ def main():
     while True:
         req, _ = read_frame(PROTO_IN)
         if req is None or req.get("op") == "bye":
+            zygote.drop_spare()
             return 0
         reply = {"id": req.get("id"), "op": req.get("op")}
         blobs = []
@@ -554,6 +675,7 @@ def main():
         else:
             reply.update(ok=False, error=f"unknown op '{clip(req.get('op'), 32)}'")
         write_frame(PROTO_OUT, reply, blobs)
+        zygote.spawn()  # the next compile's process, while kevo reads this reply
 
 
 if __name__ == "__main__":

@@ -194,7 +194,7 @@ static void push_info(lua_State *L, const triton_module *m, double ms) {
   if (!m->ok) return;
   static const char *const copied[] = {
       "params",    "constexprs",     "num_ctas", "launch_pdl", "launch_cooperative_grid",
-      "tmem_size", "triton_version", NULL};
+      "tmem_size", "triton_version", "phases",   NULL};
   for (const char *const *k = copied; *k; k++) {
     const cJSON *v = cJSON_GetObjectItem(m->info, *k);
     if (!v) continue;
