@@ -39,12 +39,14 @@ foreach(t ${KEVO_INT_TESTS})
   set_tests_properties(integration/${n} PROPERTIES ENVIRONMENT "${KEVO_TEST_ENV}"
     LABELS "integration" SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
-# The Triton attack test checks that nothing on the whole filesystem was written by the
-# compile sandbox's user (nobody) while it ran: any other test compiling Triton at the same
+# The Triton attack tests check that nothing on the whole filesystem was written by the
+# compile sandbox's user (nobody) while they ran: any other test compiling Triton at the same
 # time writes such files in its own work folder, so this one runs alone.
-if(TEST integration/test_triton_attacks)
-  set_tests_properties(integration/test_triton_attacks PROPERTIES RUN_SERIAL TRUE)
-endif()
+foreach(t integration/test_triton_attacks integration/test_triton_unprivileged)
+  if(TEST ${t})
+    set_tests_properties(${t} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endforeach()
 
 file(GLOB KEVO_GPU_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/test_*.sh)
 foreach(t ${KEVO_GPU_TESTS})

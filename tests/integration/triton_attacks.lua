@@ -75,6 +75,13 @@ local function run_phase(mode)
          ("pid %s, then %s"):format(zygote, after))
 end
 
+-- whose user the compile processes run as: nobody when kevo is root (and may drop), else kevo's
+local me = tonumber(read("/proc/self/status"):match("\nUid:%s*(%d+)"))
+triton.configure{disk_cache = false, servers = 1, keep_user = keep}
+local uid = assert(triton.selftest{}).uid
+report(uid == ((me == 0 and not keep) and 65534 or me), "the compile process's user",
+       ("uid %s, kevo's %d (%s)"):format(uid, me, user))
+
 run_phase("checked")
 -- A source over the cap: refused once, at once, no server touched.
 local sys = require "kevo.sys"
