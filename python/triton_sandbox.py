@@ -136,7 +136,22 @@ DENY = ("execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "pr
         "open_by_handle_at", "kcmp", "pidfd_getfd", "fsopen", "fsconfig", "fsmount", "fspick",
         "open_tree", "move_mount", "mount_setattr", "swapon", "swapoff", "setuid", "setgid",
         "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "personality",
-        "process_madvise", "quotactl")
+        "process_madvise", "quotactl",
+        # objects that outlive the process (and memory not under RLIMIT_AS): SysV IPC, POSIX
+        # message queues
+        "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+        "msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend",
+        "mq_timedreceive", "mq_notify", "mq_getsetattr",
+        # acting on another process of the same user (the server, kevo when it is unprivileged)
+        "tkill", "pidfd_send_signal", "ioprio_set", "migrate_pages", "move_pages")
+# Allowed only on this process itself: (name, [(argument, allowed values), ...]): every argument
+# listed must hold one of its values (the low 32 bits; "self" is the compile process's pid). Else
+# EPERM.
+SELF_ONLY = (("prlimit64", [(0, [0])]), ("setpriority", [(0, [0]), (1, [0])]),
+             ("sched_setaffinity", [(0, [0, "self"])]), ("sched_setscheduler", [(0, [0, "self"])]),
+             ("sched_setparam", [(0, [0, "self"])]), ("sched_setattr", [(0, [0, "self"])]),
+             ("kill", [(0, [0, "self"])]), ("tgkill", [(0, ["self"])]),
+             ("rt_sigqueueinfo", [(0, ["self"])]), ("rt_tgsigqueueinfo", [(0, ["self"])]))
 SYSCALLS = {
     "x86_64": dict(
         ioctl=16, clone=56, clone3=435, execve=59, execveat=322, fork=57, vfork=58, ptrace=101,
@@ -153,7 +168,14 @@ SYSCALLS = {
         open_by_handle_at=304, kcmp=312, pidfd_getfd=438, fsopen=430, fsconfig=431,
         fsmount=432, fspick=433, open_tree=428, move_mount=429, mount_setattr=442, swapon=167,
         swapoff=168, setuid=105, setgid=106, setreuid=113, setregid=114, setresuid=117,
-        setresgid=119, setgroups=116, personality=135, process_madvise=440, quotactl=179),
+        setresgid=119, setgroups=116, personality=135, process_madvise=440, quotactl=179,
+        prctl=157, prlimit64=302, setpriority=141, sched_setparam=142, sched_setscheduler=144,
+        sched_setaffinity=203, sched_setattr=314, kill=62, tkill=200, tgkill=234,
+        rt_sigqueueinfo=129, rt_tgsigqueueinfo=297, pidfd_send_signal=424, ioprio_set=251,
+        migrate_pages=256, move_pages=279, shmget=29, shmat=30, shmctl=31, shmdt=67, semget=64,
+        semop=65, semctl=66, semtimedop=220, msgget=68, msgsnd=69, msgrcv=70, msgctl=71,
+        mq_open=240, mq_unlink=241, mq_timedsend=242, mq_timedreceive=243, mq_notify=244,
+        mq_getsetattr=245),
     "aarch64": dict(
         ioctl=29, clone=220, clone3=435, execve=221, execveat=281, ptrace=117,
         process_vm_readv=270, process_vm_writev=271, socket=198, socketpair=199, bind=200,
@@ -168,7 +190,14 @@ SYSCALLS = {
         pidfd_getfd=438, fsopen=430, fsconfig=431, fsmount=432, fspick=433, open_tree=428,
         move_mount=429, mount_setattr=442, swapon=224, swapoff=225, setuid=146, setgid=144,
         setreuid=145, setregid=143, setresuid=147, setresgid=149, setgroups=159,
-        personality=92, process_madvise=440, quotactl=60),
+        personality=92, process_madvise=440, quotactl=60,
+        prctl=167, prlimit64=261, setpriority=140, sched_setparam=118, sched_setscheduler=119,
+        sched_setaffinity=122, sched_setattr=274, kill=129, tkill=130, tgkill=131,
+        rt_sigqueueinfo=138, rt_tgsigqueueinfo=240, pidfd_send_signal=424, ioprio_set=30,
+        migrate_pages=238, move_pages=239, shmget=194, shmat=196, shmctl=195, shmdt=197,
+        semget=190, semop=193, semctl=191, semtimedop=192, msgget=186, msgsnd=189, msgrcv=188,
+        msgctl=187, mq_open=180, mq_unlink=181, mq_timedsend=182, mq_timedreceive=183,
+        mq_notify=184, mq_getsetattr=185),
 }
 CLONE_THREAD = 0x00010000
 EPERM, ENOTTY, ENOSYS = 1, 25, 38
@@ -176,8 +205,22 @@ RET_ALLOW, RET_ERRNO, RET_KILL_PROCESS = 0x7FFF0000, 0x00050000, 0x80000000
 LD_W_ABS, JEQ_K, JSET_K, AND_K, RET_K = 0x20, 0x15, 0x45, 0x54, 0x06
 
 
-def seccomp_program(machine):
-    """The BPF program (a list of (code, jt, jf, k)) for this architecture."""
+def self_only(nr, checks, pid):
+    """BPF for one SELF_ONLY syscall: when the call is nr, EPERM unless every (argument, values)
+    check holds; other calls go on past the block."""
+    body = []
+    for arg, values in checks:
+        values = [pid if v == "self" else v for v in values]
+        body.append((LD_W_ABS, 0, 0, 16 + 8 * arg))  # seccomp_data.args[arg], low word
+        body += [(JEQ_K, len(values) - i, 0, v) for i, v in enumerate(values)]
+        body.append((RET_K, 0, 0, RET_ERRNO | EPERM))
+    body.append((RET_K, 0, 0, RET_ALLOW))
+    return [(JEQ_K, 0, len(body), nr)] + body
+
+
+def seccomp_program(machine, pid):
+    """The BPF program (a list of (code, jt, jf, k)) for this architecture and the compile
+    process's pid."""
     nr = SYSCALLS[machine]
     prog = [(LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
             (JEQ_K, 1, 0, AUDIT_ARCH[machine]), (RET_K, 0, 0, RET_KILL_PROCESS),
@@ -192,6 +235,13 @@ def seccomp_program(machine):
     # clone: threads only (flags are argument 0, its low word at offset 16 on little-endian).
     prog += [(JEQ_K, 0, 4, nr["clone"]), (LD_W_ABS, 0, 0, 16), (JSET_K, 1, 0, CLONE_THREAD),
              (RET_K, 0, 0, RET_ERRNO | EPERM), (RET_K, 0, 0, RET_ALLOW)]
+    # prctl: anything but clearing the parent-death signal (PR_SET_PDEATHSIG, option 1):
+    # without it, killing kevo and the server would leave this process alive.
+    prog += [(JEQ_K, 0, 4, nr["prctl"]), (LD_W_ABS, 0, 0, 16),
+             (JEQ_K, 0, 1, PR_SET_PDEATHSIG), (RET_K, 0, 0, RET_ERRNO | EPERM),
+             (LD_W_ABS, 0, 0, 0)]  # seccomp_data.nr again for what follows
+    for name, checks in SELF_ONLY:
+        prog += self_only(nr[name], checks, pid)
     # ioctl: no terminal requests (0x54xx: TIOCSTI, TIOCLINUX, TIOCSCTTY, ...).
     prog += [(JEQ_K, 0, 4, nr["ioctl"]), (LD_W_ABS, 0, 0, 24), (AND_K, 0, 0, 0xFFFFFF00),
              (JEQ_K, 0, 1, 0x5400), (RET_K, 0, 0, RET_ERRNO | ENOTTY)]
@@ -200,7 +250,7 @@ def seccomp_program(machine):
 
 
 def seccomp_install(machine):
-    prog = seccomp_program(machine)
+    prog = seccomp_program(machine, os.getpid())
     raw = b"".join(struct.pack("=HBBI", *ins) for ins in prog)
     filt = ctypes.create_string_buffer(raw, len(raw))
 

@@ -342,7 +342,7 @@ def read_exact(fd, n, deadline=None):
     return b"".join(chunks)
 
 
-def read_frame(fd, max_header=MAX_HEADER, max_blob=MAX_PTX, deadline=None):
+def read_frame(fd, max_header=MAX_HEADER, max_blob=MAX_PTX, deadline=None, max_blobs=4):
     head = read_exact(fd, 4, deadline)
     if head is None:
         return None, []
@@ -354,7 +354,7 @@ def read_frame(fd, max_header=MAX_HEADER, max_blob=MAX_PTX, deadline=None):
     if not isinstance(header, dict):
         raise ValueError("bad frame header")
     sizes = header.get("blobs", [])
-    if not isinstance(sizes, list) or len(sizes) > 4 or \
+    if not isinstance(sizes, list) or len(sizes) > max_blobs or \
             any(type(s) is not int or not 0 <= s <= max_blob for s in sizes):
         raise ValueError("bad frame blobs")
     blobs = [read_exact(fd, s, deadline) for s in sizes]
@@ -474,6 +474,7 @@ class Zygote:
         try:  # the CPU limit is the server's until the request names its deadline
             out, req_fd = triton_sandbox.confine([r_w, q_r], self.pid, self.limits, self.paths,
                                                  self.abi)
+            write_frame(out, {"ready": True})  # what comes after the request is not trusted
         except BaseException as e:
             try:
                 write_frame(r_w, {"ok": False, "sandbox": True,
@@ -523,13 +524,19 @@ class Zygote:
         result, blobs, why, status = None, [], None, 0
         try:
             try:
+                # Its word that it is walled in comes before it has seen any request, so only
+                # the server's own code can have written it (or the reason it could not).
+                ready, _ = read_frame(r, 1 << 12, 0, t0 + timeout, max_blobs=0)
+                if not isinstance(ready, dict) or not ready.get("ready"):
+                    return {"ok": False, "internal": True, "error": clip(
+                        (ready or {}).get("error") or "the compile process could not start")}, []
                 write_frame(q_w, dict(req, t0=time.monotonic()), deadline=t0 + timeout)
                 os.close(q_w)
                 q_w = -1
-                result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout)
+                result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout, max_blobs=1)
             except TimeoutError:
                 why = "timeout"
-            except (ValueError, OSError):
+            except Exception:  # ValueError, OSError, and what a parser meets (RecursionError)
                 why = "bad result"
             finally:
                 if q_w >= 0:
@@ -572,8 +579,6 @@ class Zygote:
             return {"ok": False, "error": "the compile process sent a malformed result"}, []
         if result is None:
             return {"ok": False}, []
-        if result.get("sandbox"):
-            return {"ok": False, "internal": True, "error": clip(result.get("error"))}, []
         if not result.get("ok"):
             line, col = result.get("line", 0), result.get("col", 0)
             line = line if type(line) is int and 0 <= line < 1 << 24 else 0
