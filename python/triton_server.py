@@ -77,9 +77,11 @@ class Phases:
 
     def __init__(self):
         self.last, self.ms = time.monotonic(), {}
+        self.t0 = self.last
 
     def start(self, t=None):
         self.last, self.ms = time.monotonic() if t is None else t, {}
+        self.t0 = self.last
 
     def mark(self, name):
         t = time.monotonic()
@@ -286,8 +288,9 @@ class Compiler:
 
     # --- in the zygote: PTX -> cubin --------------------------------------------------------
 
-    def to_cubin(self, req, ptx, md, extra):
-        """Checks a child's result against the request and runs ptxas. Returns (info, cubin)."""
+    def to_cubin(self, req, ptx, md, extra, deadline=None):
+        """Checks a child's result against the request and runs ptxas, killed at the deadline
+        (time.monotonic(); PtxasTimeout). Returns (info, cubin)."""
         cc, target, backend, options = self.target(req)
         name = md.get("name")
         if name != req["kernel"] or not isinstance(name, str) or \
@@ -307,7 +310,7 @@ class Compiler:
             ints[k] = v
         if ints["num_warps"] != options.num_warps:
             raise ValueError("the compile's result has other num_warps than asked for")
-        cubin = backend.make_cubin(ptx, {}, options, cc)
+        cubin = self.run_ptxas(backend, ptx, options, cc, deadline)
         info = {"name": name, "num_warps": ints["num_warps"], "num_stages": options.num_stages,
                 "threads": ints["num_warps"] * 32, "shared": ints["shared"],
                 "num_ctas": int(options.num_ctas), "launch_pdl": bool(options.launch_pdl),
@@ -322,6 +325,50 @@ class Compiler:
                                 "align": ints["profile_scratch_align"]}],
                 "triton_version": self.triton.__version__}
         return info, cubin
+
+    def run_ptxas(self, backend, ptx, options, cc, deadline):
+        """Triton's own make_cubin (its ptxas, its flags), with ptxas killed at the deadline: PTX
+        a candidate shaped can keep ptxas busy for minutes (a long inline asm), and the server
+        must answer by the compile's deadline and stay warm. What ptxas leaves in the server's
+        temporary directory on a failure is removed."""
+        import subprocess
+        import tempfile
+        nvidia = sys.modules[type(backend).__module__]
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise PtxasTimeout()
+        shim = type("subprocess", (), {k: getattr(subprocess, k) for k in dir(subprocess)
+                                       if not k.startswith("__")})
+        shim.run = staticmethod(lambda *a, **k: subprocess.run(*a, **k, timeout=left))
+        saved, nvidia.subprocess = nvidia.subprocess, shim
+        saved_out, sys.stdout = sys.stdout, Discard()  # Triton prints the whole PTX on a failure
+        try:
+            return backend.make_cubin(ptx, {}, options, cc)
+        except subprocess.TimeoutExpired:
+            raise PtxasTimeout() from None
+        finally:
+            nvidia.subprocess, sys.stdout = saved, saved_out
+            tmp = tempfile.gettempdir()
+            for name in os.listdir(tmp):
+                if name.startswith("tmp") and name.endswith((".ptx", ".log", ".ptx.o")):
+                    try:
+                        os.unlink(os.path.join(tmp, name))
+                    except OSError:
+                        pass
+
+
+class PtxasTimeout(Exception):
+    pass
+
+
+class Discard:
+    """A stdout that keeps nothing."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
 
 
 # --- frames -----------------------------------------------------------------------------------
@@ -594,8 +641,11 @@ class Zygote:
             md, extra = result.get("md"), result.get("extra")
             if not isinstance(md, dict) or not isinstance(extra, dict):
                 raise ValueError("the compile's result lacks its metadata")
-            info, cubin = self.compiler.to_cubin(req, ptx, md, extra)
+            info, cubin = self.compiler.to_cubin(req, ptx, md, extra, phases.t0 + timeout)
             phases.mark("ptxas")
+        except PtxasTimeout:
+            return {"ok": False, "timeout": True,
+                    "error": f"compiling took longer than {timeout:g} s (in ptxas)"}, []
         except Exception as e:
             first = (str(e).strip().splitlines() or [""])[0]
             msg = clip(f"{type(e).__name__}: {first}", 500)
