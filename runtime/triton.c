@@ -582,6 +582,47 @@ static void batch_done(batch *b, size_t i) {
   b->left--;
 }
 
+/* The offset of the first byte that makes src no Python text: a NUL (the request would end
+ * there: kevo would archive text it did not compile) or a byte that is not strict UTF-8
+ * (overlong, a surrogate, past U+10FFFF, cut short: the server could not read the request).
+ * len when there is none. */
+static size_t source_bad_byte(const char *src, size_t len) {
+  const unsigned char *s = (const unsigned char *)src;
+  for (size_t i = 0; i < len;) {
+    unsigned c = s[i];
+    size_t n = c < 0x80                 ? 0
+               : c >= 0xC2 && c <= 0xDF ? 1
+               : c >= 0xE0 && c <= 0xEF ? 2
+               : c >= 0xF0 && c <= 0xF4 ? 3
+                                        : 9;
+    if (c == 0 || n == 9 || i + n >= len + (n == 0)) return i;
+    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80; /* no overlong forms */
+    unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF; /* no surrogates, <= U+10FFFF */
+    for (size_t k = 1; k <= n; k++)
+      if (s[i + k] < (k == 1 ? lo : 0x80) || s[i + k] > (k == 1 ? hi : 0xBF)) return i;
+    i += n + 1;
+  }
+  return len;
+}
+
+/* Why a source is refused before any server sees it (over the cap, not Python text), or
+ * KEVO_OK. Refused once, here: never sent, never retried. */
+static int source_refused(const triton_compile_opts *o, kevo_error *err) {
+  if (o->len > MAX_SOURCE)
+    return kevo_fail(err, KEVO_E_COMPILE,
+                     "the source is %zu bytes, over the %zu-byte cap for a Triton candidate",
+                     o->len, MAX_SOURCE);
+  size_t at = source_bad_byte(o->source, o->len);
+  if (at == o->len) return KEVO_OK;
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < at; i++, col++)
+    if (o->source[i] == '\n') line++, col = 0;
+  return kevo_fail(
+      err, KEVO_E_COMPILE, "%s:%zu:%zu: %s (byte 0x%02x): a Triton source is UTF-8 text",
+      o->filename ? o->filename : "candidate.py", line, col,
+      o->source[at] ? "a byte that is not UTF-8" : "a NUL byte", (unsigned char)o->source[at]);
+}
+
 /* Refuses bad options, serves what the cache holds, and marks the rest pending. */
 static void batch_prepare(batch *b, const triton_compile_opts *opts) {
   triton_pool *p = b->p;
@@ -594,12 +635,7 @@ static void batch_prepare(batch *b, const triton_compile_opts *opts) {
           kevo_fail(&b->errs[i], KEVO_E_ARG, "a Triton compile needs a source and a kernel");
       continue;
     }
-    if (j->o->len > MAX_SOURCE) { /* refused once, here: never sent, never retried */
-      b->rcs[i] = kevo_fail(&b->errs[i], KEVO_E_COMPILE,
-                            "the source is %zu bytes, over the %zu-byte cap for a Triton candidate",
-                            j->o->len, MAX_SOURCE);
-      continue;
-    }
+    if ((b->rcs[i] = source_refused(j->o, &b->errs[i]))) continue;
     double t0 = now_s();
     j->req = make_request(j->o);
     request_hash(p, j->o, j->req, j->hash);
@@ -758,8 +794,11 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
     kevo_error_clear(&errs[i]);
   }
   int rc = KEVO_OK, all_refused = n > 0;
-  for (size_t i = 0; i < n; i++) /* sources over the cap need no server to be refused */
-    all_refused = all_refused && opts[i].source && opts[i].kernel && opts[i].len > MAX_SOURCE;
+  for (size_t i = 0; i < n; i++) { /* sources refused as text need no server */
+    kevo_error ignored;
+    all_refused = all_refused && opts[i].source && opts[i].kernel &&
+                  source_refused(&opts[i], &ignored) != KEVO_OK;
+  }
   if (!all_refused) rc = triton_pool_ready(p, NULL, 0, &e0);
   job *jobs = rc ? NULL : calloc(n ? n : 1, sizeof *jobs);
   if (!rc && !jobs) rc = kevo_fail(&e0, KEVO_E_NOMEM, "out of memory");
