@@ -267,13 +267,25 @@ def seccomp_install(machine):
 # --- the whole wall -----------------------------------------------------------------------------
 
 
+# What no grant may contain: a prefix or sys.path entry that is one of these or above one (an
+# interpreter built for "/", a .pth naming "/home") would open them all to the candidate.
+NEVER_READ = ("/proc", "/sys", "/dev", "/etc", "/root", "/home", "/run", "/tmp", "/var", "/boot")
+
+
 def read_paths():
-    """What a compile reads: the interpreter's prefixes, sys.path, the Triton package."""
+    """What a compile reads: the interpreter's prefixes, sys.path, the Triton package; never a
+    directory at or above one of NEVER_READ."""
     import triton
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.dirname(triton.__file__))}
     paths.update(p for p in sys.path if p)
-    return sorted(p for p in paths if os.path.isdir(p))
+    keep = set()
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.isdir(real) and not any(n == real or n.startswith(real.rstrip("/") + "/")
+                                           for n in NEVER_READ):
+            keep.add(real)
+    return sorted(keep)
 
 
 def confine(keep_fds, zygote_pid, limits, paths, abi):

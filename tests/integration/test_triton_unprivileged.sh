@@ -63,7 +63,8 @@ else
     [ "$("$sys_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = "$ver" ] || continue
     rm -rf "$tmp/venv"
     "$sys_py" -m venv --without-pip "$tmp/venv" >/dev/null 2>&1 || continue
-    echo "$site" >"$tmp/venv/lib/python$ver/site-packages/kevo-triton.pth"
+    # ("/" and "/home" too: sys.path entries no compile process may be granted to read)
+    printf '%s\n/\n/home\n' "$site" >"$tmp/venv/lib/python$ver/site-packages/kevo-triton.pth"
     if as_user "$tmp/venv/bin/python3" -c 'import triton' >/dev/null 2>&1; then
       upy=$tmp/venv/bin/python3
       echo "note: $py is out of uid $uid's reach; using Triton from $site through $sys_py ($ver)"
