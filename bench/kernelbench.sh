@@ -66,6 +66,9 @@ run_one() {
     printf '%s|%s|%s|%s\n' "$p" "$imp" "${peak:--}" "$outcome" >> "$rows"
     return
   fi
+  # a row now, in case the evaluation is cut short (the final table prefers the full one)
+  printf '%s|%s|%s|%s\n' "$p" "$imp" "${peak:--}" "imported; the evaluation did not finish" \
+    >> "$rows.partial"
   python3 - "$rdir/$name/README.md" "$rdir/$name.stub.cu" <<'PY'
 import sys
 text = open(sys.argv[1]).read().splitlines()
@@ -96,6 +99,7 @@ i=0
 ngpu=$(echo $gpus | wc -w)
 for g in $gpus; do
   : > "$out/rows.$g"
+  : > "$out/rows.$g.partial"
   (
     export CUDA_VISIBLE_DEVICES=$g
     k=0
@@ -110,6 +114,8 @@ wait
 echo "| problem | import s | import peak GPU GiB / footprint GiB | outcome |"
 echo "| --- | --- | --- | --- |"
 for p in $problems; do
-  grep -h "^$p|" "$out"/rows.* | head -1 | awk -F'|' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}'
+  { for g in $gpus; do grep -h "^$p|" "$out/rows.$g"; done
+    for g in $gpus; do grep -h "^$p|" "$out/rows.$g.partial"; done; } 2>/dev/null |
+    head -1 | awk -F'|' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}'
 done
 echo "(KernelBench $(cat "$dir/COMMIT" 2>/dev/null | cut -c1-12), $((SECONDS - start)) s, GPUs: $gpus)"

@@ -87,6 +87,22 @@ def torch_dtype(torch, name):
     raise ValueError("unknown dtype %r" % name)
 
 
+def made_on(torch, device, fn):
+    """fn() with torch's factory functions making their tensors on device: a problem's
+    weights and inputs are drawn on the GPU (drawing 6 GB on the CPU and copying it over took
+    most of a large problem's import); again on the CPU when that fails (a problem that needs
+    the CPU for its draws). fn seeds itself, so both ways start from the same seed."""
+    if device.type == "cuda":
+        try:
+            with torch.device(device):
+                return fn()
+        except ProblemError:
+            raise
+        except Exception:
+            pass
+    return fn()
+
+
 class Problem:
     """The model built as KernelBench builds it, and the order of the candidate's inputs:
     the forward's tensor arguments, then parameters, then buffers."""
@@ -95,10 +111,12 @@ class Problem:
         self.torch = torch
         self.mod = load_problem(path)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        torch.manual_seed(seed)
+
+        def build():
+            torch.manual_seed(seed)
+            return self.mod.Model(*list(self.mod.get_init_inputs()))
         try:
-            init = list(self.mod.get_init_inputs())
-            self.model = self.mod.Model(*init)
+            self.model = made_on(torch, self.device, build)
         except Exception as e:
             raise ProblemError("building Model(*get_init_inputs()) failed: %s: %s"
                                % (type(e).__name__, e))
@@ -120,9 +138,12 @@ class Problem:
 
     def draw_inputs(self, seed):
         torch = self.torch
-        torch.manual_seed(seed)
+
+        def draw():
+            torch.manual_seed(seed)
+            return list(self.mod.get_inputs())
         try:
-            args = list(self.mod.get_inputs())
+            args = made_on(torch, self.device, draw)
         except Exception as e:
             raise ProblemError("get_inputs() failed: %s: %s" % (type(e).__name__, e))
         self.args = []  # ("tensor", tensor) or ("value", python scalar), in call order
