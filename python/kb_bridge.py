@@ -158,6 +158,11 @@ class Problem:
                                    "floats" % (i, name, type(a).__name__))
         return [a for a in self.args if a[0] == "tensor"]
 
+    def forget_inputs(self):
+        """Keeps only the drawn inputs' dtypes and shapes (serve: every input comes from the
+        worker, and the GPU memory is the worker's to use)."""
+        self.args = [(k, n, v.to("meta") if k == "tensor" else v) for k, n, v in self.args]
+
     def tensor_inputs(self):
         return [a for a in self.args if a[0] == "tensor"]
 
@@ -834,6 +839,8 @@ def baseline(torch, prob, header, inputs, ipc):
 def serve(path):
     torch = setup_torch()
     prob = Problem(torch, path)
+    prob.forget_inputs()
+    release(torch)
     stdin = sys.stdin.buffer
     ipc, ipc_error = None, None  # CudaIpc, made on the first request that shares tensors
     while True:
