@@ -1,6 +1,7 @@
 /* kevo eval RECIPE KERNEL: compile, verify and time one kernel against a recipe, and say what
  * to do about it. */
 #include "buf.h"
+#include "eval_profile.h"
 #include "eval_result.h"
 #include "recipe_knobs.h"
 #include "evaluate.h"
@@ -20,7 +21,7 @@ enum { MAX_SETS = 64 };
 static int usage(const char *why) {
   fprintf(stderr,
           "kevo eval: %s\nusage: kevo eval RECIPE KERNEL.cu [--json] [--set KNOB=VALUE]... "
-          "[--arch sm_90] [--no-bench] [--seed N] [--trials N] [--deadline S] "
+          "[--arch sm_90] [--no-bench] [--profile] [--seed N] [--trials N] [--deadline S] "
           "(see kevo eval --help)\n",
           why);
   return KEVO_EXIT_USAGE;
@@ -163,6 +164,14 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
            eval_jnum(bn, "temp_c"));
   }
   printf("  %-12s %s\n", "message", eval_jstr(res, "message"));
+  const cJSON *prof = cJSON_GetObjectItem(res, "profile");
+  if (prof) {
+    kevo_buf b;
+    kevo_buf_init(&b, 1 << 16);
+    eval_profile_table(&b, prof, NULL);
+    printf("\n%s", b.data ? b.data : "");
+    kevo_buf_free(&b);
+  }
   /* no_gpu: the message above says it all; the feedback would repeat it for a model */
   const char *verdict = eval_jstr(res, "verdict");
   if (strcmp(verdict, "ok") != 0 && strcmp(verdict, "no_gpu") != 0) {
@@ -171,9 +180,37 @@ static void print_table(const cJSON *res, const kevo_recipe *r, const char *kern
   }
 }
 
+/* --profile: the profile stage after the evaluation (docs/profile.md), the reference beside
+ * the candidate; the result gets "profile" and its feedback the diagnosis. A kernel that did
+ * not verify is not profiled: it says so. */
+static void add_profile(evaluator *ev, const eval_candidate *cand, cJSON *res,
+                        const kevo_buf *src) {
+  cJSON *p = NULL;
+  kevo_error err = {0};
+  if (!cJSON_IsTrue(cJSON_GetObjectItem(res, "ok"))) {
+    p = cJSON_CreateObject();
+    cJSON_AddBoolToObject(p, "ok", 0);
+    cJSON_AddStringToObject(p, "reason", "failed");
+    cJSON_AddStringToObject(p, "error", "only a kernel that verifies is profiled");
+  } else {
+    const char *bound = eval_jstr(cJSON_GetObjectItem(res, "bench"), "bound");
+    const char *bounds[1] = {*bound ? bound : NULL};
+    if (evaluator_profile_many(ev, cand, 1, 1, 0, bounds, &p, &err)) {
+      p = cJSON_CreateObject();
+      cJSON_AddBoolToObject(p, "ok", 0);
+      cJSON_AddStringToObject(p, "reason", "failed");
+      cJSON_AddStringToObject(p, "error", err.msg);
+    }
+  }
+  cJSON_AddItemToObject(res, "profile", p);
+  char *fb = eval_feedback(res, src->data, src->len);
+  cJSON_ReplaceItemInObject(res, "feedback", cJSON_CreateString(fb ? fb : ""));
+  free(fb);
+}
+
 static int eval_main(int argc, char **argv) {
   const char *recipe_path = NULL, *kernel = NULL, *lang = NULL;
-  int json = 0;
+  int json = 0, profile = 0;
   kevo_define sets[MAX_SETS];
   size_t nsets = 0;
   eval_config cfg = EVAL_CONFIG_DEFAULT;
@@ -185,6 +222,8 @@ static int eval_main(int argc, char **argv) {
       json = 1;
     } else if (!strcmp(a, "--no-bench")) {
       cfg.bench = 0;
+    } else if (!strcmp(a, "--profile")) {
+      profile = 1;
     } else if (!strcmp(a, "--set") || !strcmp(a, "--arch") || !strcmp(a, "--seed") ||
                !strcmp(a, "--deadline") || !strcmp(a, "--trials") || !strcmp(a, "--lang")) {
       if (!val) return usage("an option lacks its value");
@@ -287,6 +326,7 @@ static int eval_main(int argc, char **argv) {
   cJSON *res = NULL;
   int rc = evaluator_run(ev, &cand, &res, &err);
   int exit_code = KEVO_EXIT_FAILED;
+  if (!rc && profile) add_profile(ev, &cand, res, &src);
   if (rc) {
     fprintf(stderr, "kevo eval: %s\n", err.msg);
   } else {
@@ -320,6 +360,9 @@ const struct kevo_command kevo_cmd_eval = {
     "  --set KNOB=VALUE   a knob: a -D define for the compiler, a name in the launch chunk\n"
     "  --arch sm_90       target architecture (default: $KEVO_ARCH or sm_90)\n"
     "  --no-bench         verify only, do not time\n"
+    "  --profile          then profile it (Nsight Compute, the reference beside it): hardware\n"
+    "                     metrics with one-line readings, and a ranked diagnosis in the\n"
+    "                     feedback (docs/profile.md); without ncu or counters it says why\n"
     "  --seed N           fix the trial inputs to this seed, to reproduce a failure (default:\n"
     "                     a secret seed per evaluation; held-out shapes are always fresh)\n"
     "  --trials N         trials per shape, at least 5 (default 5)\n"

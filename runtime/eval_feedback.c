@@ -1,6 +1,7 @@
 /* eval_feedback.c: the `feedback` text of an evaluation result, written for the model (or the
  * person) who has to make the next version of the kernel: what failed, where in the source,
  * with numbers, and what the kernel costs. */
+#include "eval_profile.h"
 #include "eval_result.h"
 #include "evaluate.h"
 
@@ -209,6 +210,8 @@ char *eval_feedback(const cJSON *res, const char *src, size_t len) {
                       "Warning: %s. Keep timers, sleeps and cache policies out of kernels "
                       "meant to be fast.\n",
                       w->valuestring);
+  /* the hardware's view, when the profile stage ran (docs/profile.md) */
+  eval_profile_feedback(&b, cJSON_GetObjectItemCaseSensitive(res, "profile"));
   if (b.len == 0) kevo_buf_puts(&b, msg);
   return kevo_buf_steal(&b, NULL);
 }

@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "eval_deadline.h"
 #include "eval_pool.h"
+#include "eval_profile_batch.h"
 #include "eval_request.h"
 #include "eval_result.h"
 #include "eval_triton.h"
@@ -55,6 +56,8 @@ struct evaluator {
   pthread_mutex_t mu;    /* guards incumbent_ms: the pool's threads judge at once */
   double incumbent_ms;   /* the fastest median of an ok candidate timed in full so far */
   double ref_ms;         /* the reference's longest measured time so far (for deadlines) */
+  /* profile mode (evaluator_profile_many): judge hands its request to this batch */
+  profbatch *prof;
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -650,9 +653,11 @@ static double incumbent(evaluator *ev) {
   return ms;
 }
 
-/* Judges one candidate whose compilation is done (b). Always returns a result (NULL only out
- * of memory). */
-static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, built *b) {
+/* Judges one candidate whose compilation is done (b), candidate `index` of its batch. Always
+ * returns a result (NULL only out of memory). In profile mode (ev->prof) the request joins the
+ * profile batch instead of going to the worker. */
+static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, built *b,
+                    size_t index) {
   cJSON *res = cJSON_CreateObject();
   if (!res) return NULL;
   set_verdict(res, "error", "compile", "not judged");
@@ -665,7 +670,7 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
   cJSON *req = NULL;
   kevo_blob blobs[EVTRI_MAX_JOBS + 1];
   eval_shapes shs = {0};
-  int ncand = tri ? (int)b->tp.njobs : 1;
+  int ncand = tri ? (int)b->tp.njobs : 1, queued = 0;
 
   if (compile_failed(ev, res, cand, b)) goto done;
   if (compile_reference(ev)) {
@@ -715,6 +720,15 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
   for (int i = 0; i < ncand; i++)
     blobs[i] = tri ? (kevo_blob){b->tp.jobs[i].mod->cubin, b->tp.jobs[i].mod->cubin_size}
                    : (kevo_blob){b->cm->cubin, b->cm->cubin_size};
+  if (ev->prof) { /* profile mode: the request joins the batch instead of being sent */
+    int has_ref = !ev->torch_key[0];
+    if (has_ref && reference_plans(ev, res, &shs, &ld, ncand, shapes)) goto done;
+    if (has_ref) blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
+    profbatch_add(ev->prof, index, req, blobs, ncand, has_ref);
+    set_verdict(res, "ok", "profile", "in the profile batch");
+    queued = 1;
+    goto done;
+  }
   kevo_frame reply;
   evalclient_stats before = sl->t->ops->stats(sl->t->self);
   eval_deadline dl;
@@ -754,6 +768,12 @@ judged:
   }
 
 done:
+  if (ev->prof && !queued) {
+    const char *v = eval_jstr(res, "verdict");
+    char why[2300];
+    snprintf(why, sizeof why, "not profiled: %s: %s", v, eval_jstr(res, "message"));
+    profbatch_skip(ev->prof, index, !strcmp(v, "no_gpu") ? "no_gpu" : "failed", why);
+  }
   add_warnings(res);
   eval_shapes_free(&shs);
   cJSON_Delete(req);
@@ -911,7 +931,7 @@ static void judge_each(void *arg, size_t slot) {
       pthread_cond_wait(&cp->cv, &cp->mu);
     pthread_mutex_unlock(&cp->mu);
     if (i >= cp->n) return;
-    jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i]);
+    jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i], i);
     if (!jp->results[i]) {
       pthread_mutex_lock(&cp->mu);
       jp->nomem = 1;
@@ -960,5 +980,38 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
     evtri_prep_free(&bs[i].tp);
   }
   free(bs);
+  return rc;
+}
+
+int evaluator_profile_many(evaluator *ev, const eval_candidate *cands, size_t n, int with_reference,
+                           double deadline_ms, const char *const *bounds, cJSON **profiles,
+                           kevo_error *err) {
+  enum { CHUNK = 12 }; /* candidates per ncu run: the worker loads 16 modules per request */
+  for (size_t i = 0; i < n; i++)
+    profiles[i] = NULL;
+  cJSON **res = calloc(n ? n : 1, sizeof *res);
+  if (!res) return kevo_fail(err, KEVO_E_NOMEM, "no memory to profile %zu candidates", n);
+  int rc = KEVO_OK;
+  for (size_t from = 0; !rc && from < n; from += CHUNK) {
+    size_t m = n - from < CHUNK ? n - from : CHUNK;
+    profbatch *pb = profbatch_new(m, with_reference);
+    if (!pb) {
+      rc = kevo_fail(err, KEVO_E_NOMEM, "no memory to profile %zu candidates", n);
+      break;
+    }
+    ev->prof = pb;
+    rc = evaluator_run_many(ev, cands + from, m, res + from, err);
+    ev->prof = NULL;
+    double dl = deadline_ms > 0 ? deadline_ms : 30000 + 5000.0 * (double)m;
+    /* one ncu run for the batch, on the first worker (profiling is not spread over GPUs) */
+    eval_transport *t = ev->slots[0].t;
+    if (!rc)
+      profbatch_send(pb, t->ops->request, t->self, dl, bounds ? bounds + from : NULL,
+                     profiles + from);
+    profbatch_free(pb);
+  }
+  for (size_t i = 0; i < n; i++)
+    cJSON_Delete(res[i]);
+  free(res);
   return rc;
 }

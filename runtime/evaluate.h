@@ -93,6 +93,17 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
 int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJSON **results,
                        kevo_error *err);
 
+/* The profile stage (docs/profile.md): compiles and resolves the candidates as
+ * evaluator_run_many does, then asks the (first) worker for their hardware metrics at the
+ * benchmark shape, with the reference beside them when with_reference, in one ncu run per 12
+ * candidates (deadline_ms each; 0: 30 s + 5 s per candidate). Never times or verifies anything.
+ * profiles[i]: candidate i's "profile" object (eval_profile.h: {ok, candidate, reference,
+ * diagnosis, feedback} or {ok = false, reason, error}), caller frees; bounds[i] (or NULL): its
+ * bench's roofline bound, for the diagnosis. Errors: misuse and memory only. */
+int evaluator_profile_many(evaluator *ev, const eval_candidate *cands, size_t n, int with_reference,
+                           double deadline_ms, const char *const *bounds, cJSON **profiles,
+                           kevo_error *err);
+
 /* The worker's device (its hello), starting the worker if needed. KEVO_E_NOGPU without one.
  * With a pool of several: every worker's hello at once, and KEVO_E_ARG when their GPUs are of
  * two models (eval_pool_devices); *device is the first one's. */

@@ -25,6 +25,7 @@
  *       stopped (kevo doctor)
  *   ev:close()  (also __close, __gc) */
 #include "eval_client.h"
+#include "eval_profile.h"
 #include "eval_redis.h"
 #include "evaluate.h"
 #include "lutil.h"
@@ -268,6 +269,88 @@ static int ev_evaluate_many(lua_State *L) {
   return run_slots(L, e, slots, n, 0);
 }
 
+/* ev:profile({cand, ...} [, {reference = true, deadline_ms = n, bounds = {"memory", ...}}])
+ * -> {profile, ...}: each candidate's hardware metrics at the benchmark shape (docs/profile.md),
+ * one ncu run for the batch. A profile that could not be taken is {ok = false, reason, error}:
+ * never an error return for the profiler's or the candidate's sake. */
+static int ev_profile(lua_State *L) {
+  static const char *const keys[] = {"reference", "deadline_ms", "bounds", NULL};
+  l_evaluator *e = check_ev(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  int with_ref = 1;
+  double deadline_ms = 0;
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    kevo_l_checkopts(L, 3, "profile", keys);
+    if (lua_getfield(L, 3, "reference") != LUA_TNIL) with_ref = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    deadline_ms = (double)kevo_l_optint(L, 3, "deadline_ms", 0);
+    if (deadline_ms < 0 || deadline_ms > 600000)
+      return luaL_error(L, "profile: deadline_ms must be 0 to 600000");
+  }
+  size_t n = lua_rawlen(L, 2);
+  if (n > 256) return luaL_error(L, "profile: more than 256 candidates");
+  lua_newtable(L);
+  int store = lua_gettop(L);
+  cand_slot *slots = lua_newuserdatauv(L, sizeof *slots * (n ? n : 1), 0);
+  const char **bounds = lua_newuserdatauv(L, sizeof *bounds * (n ? n : 1), 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    read_candidate(L, -1, store, &slots[i], "profile");
+    lua_pop(L, 1);
+    bounds[i] = NULL;
+    if (!lua_isnoneornil(L, 3) && lua_getfield(L, 3, "bounds") == LUA_TTABLE) {
+      lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      bounds[i] = lua_tostring(L, -1); /* kept alive by opts.bounds */
+      lua_pop(L, 1);
+    }
+    if (!lua_isnoneornil(L, 3)) lua_pop(L, 1);
+  }
+  cJSON **profiles = calloc(n ? n : 1, sizeof *profiles);
+  eval_candidate *cands = calloc(n ? n : 1, sizeof *cands);
+  if (!profiles || !cands) {
+    free(profiles);
+    free(cands);
+    return luaL_error(L, "profile: out of memory");
+  }
+  for (size_t i = 0; i < n; i++)
+    cands[i] = slots[i].c;
+  kevo_error err = {0};
+  int rc = evaluator_profile_many(e->ev, cands, n, with_ref, deadline_ms, bounds, profiles, &err);
+  if (!rc) {
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+      kevo_l_pushjson(L, profiles[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    cJSON_Delete(profiles[i]);
+  free(profiles);
+  free(cands);
+  if (rc == KEVO_E_ARG) return luaL_error(L, "profile: %s", err.msg);
+  if (rc) return kevo_l_fail_err(L, &err);
+  return 1;
+}
+
+/* evaluator.read_profile(reply_json, label [, bound]) -> profile: the "profile" object
+ * (docs/profile.md) of plan `label` in a worker's profile reply (JSON text), the reference's
+ * plan beside it; what ev:profile gives, from a reply recorded earlier (tests, bench). */
+static int ev_read_profile(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  const char *label = luaL_checkstring(L, 2);
+  const char *bound = luaL_optstring(L, 3, NULL);
+  cJSON *reply = cJSON_ParseWithLength(text, len);
+  if (!reply) return luaL_error(L, "read_profile: the reply is not JSON");
+  cJSON *p = eval_profile_object(reply, eval_profile_plan(reply, label),
+                                 eval_profile_plan(reply, "reference"), bound);
+  kevo_l_pushjson(L, p);
+  cJSON_Delete(p);
+  cJSON_Delete(reply);
+  return 1;
+}
+
 static int ev_device(lua_State *L) {
   l_evaluator *e = check_ev(L, 1);
   const cJSON *dev;
@@ -453,13 +536,19 @@ static int ev_probe_workers(lua_State *L) {
 
 int luaopen_kevo_evaluator(lua_State *L);
 int luaopen_kevo_evaluator(lua_State *L) {
-  static const luaL_Reg methods[] = {{"evaluate", ev_evaluate}, {"evaluate_many", ev_evaluate_many},
-                                     {"plans", ev_plans},       {"device", ev_device},
-                                     {"recipe", ev_recipe},     {"stats", ev_stats},
-                                     {"close", ev_gc},          {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"evaluate", ev_evaluate},
+                                     {"evaluate_many", ev_evaluate_many},
+                                     {"profile", ev_profile},
+                                     {"plans", ev_plans},
+                                     {"device", ev_device},
+                                     {"recipe", ev_recipe},
+                                     {"stats", ev_stats},
+                                     {"close", ev_gc},
+                                     {NULL, NULL}};
   kevo_l_newclass(L, EVALUATOR_MT, methods, ev_gc, ev_tostring);
   static const luaL_Reg fns[] = {{"new", ev_new},
                                  {"probe", ev_probe},
+                                 {"read_profile", ev_read_profile},
                                  {"gpus", ev_gpus},
                                  {"probe_workers", ev_probe_workers},
                                  {NULL, NULL}};

@@ -17,6 +17,10 @@ purpose, as chosen by argv:
 
 KEVO_FAKE_CC=8,0 makes the device another architecture (cc [8, 0]).
 
+profile: with $KEVO_FAKE_PROFILE (a worker's recorded profile reply, tests/fixtures/ncu/), each
+plan asked for gets the recorded plan that launched a kernel of the same name (the reference the
+recorded "reference"; with $KEVO_FAKE_PROFILE_AS=LABEL every candidate gets plan LABEL); without it, ok=false and reason no_tool, as a host without ncu says.
+
 hello's device also reports which environment variables the worker can see ("env"), so tests
 can check the driver scrubbed it. Every request is logged (op, id, pid, CUDA_VISIBLE_DEVICES)
 to $KEVO_FAKE_LOG if set.
@@ -122,6 +126,32 @@ def reply_ok(req, blobs):
     return res
 
 
+def reply_profile(req):
+    path = os.environ.get("KEVO_FAKE_PROFILE")
+    if not path:
+        return {"ok": False, "reason": "no_tool", "error": "E_UNSUPPORTED: no Nsight Compute (fake)"}
+    rec = json.load(open(path))
+    by_kernel = {}
+    for p in rec.get("plans", []):
+        for k in p.get("kernels") or []:
+            by_kernel.setdefault(k["name"], p)
+    plans = []
+    for p in req["profile"]["plans"]:
+        name = p["plan"]["kernels"][0]["name"]
+        hit = next((r for r in rec["plans"] if r["label"] == "reference"), None) \
+            if p["role"] == "reference" else by_kernel.get(name)
+        as_label = os.environ.get("KEVO_FAKE_PROFILE_AS")  # every candidate profiled as that one
+        if as_label and p["role"] != "reference":
+            hit = next((r for r in rec["plans"] if r["label"] == as_label), None)
+        out = {"label": p["label"], "role": p["role"]}
+        if hit and hit.get("kernels"):
+            out["kernels"] = hit["kernels"]
+        else:
+            out["error"] = "fake: no recorded profile of kernel %s" % name
+        plans.append(out)
+    return {"ok": True, "tool": "ncu", "ms": rec.get("ms", 3000), "plans": plans}
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
     if mode.endswith("-once"):
@@ -164,6 +194,11 @@ def main():
             write_frame(out, {"id": rid, "ok": True, "devices": [
                 {"index": i, "name": "Fake GPU", "cc": [9, 0], "pci_bus": "00000000:%02X:00.0" %
                  (0x10 + i), "mem_bytes": 150 << 30} for i in range(n)]})
+            continue
+        if op == "profile":
+            res = reply_profile(req)
+            res["id"] = rid
+            write_frame(out, res)
             continue
         if op != "evaluate":
             write_frame(out, {"id": rid, "ok": False, "verdict": "error", "message": "unknown op"})
