@@ -3,6 +3,9 @@
 -- Options (kevo run --set KEY=VALUE):
 --   steps   refinement steps (default 12)
 --   n       rewrites asked for per step (default 2)
+--   profile yes: profile each new parent before its rewrites are asked for (Nsight Compute,
+--           docs/profile.md) and give the model its ranked diagnosis; each profile counts as
+--           one evaluation of the budget (default no)
 --
 -- Starts from the best kernel of the run, or evaluates the seeds at their default knobs first.
 -- Each step asks for n rewrites of the current best, fed the last result (a compile error, the
@@ -30,7 +33,13 @@ local function run(ctx, opts)
   if not ctx.llm then ctx:log("greedy: no LLM configured: climbing the knob space instead") end
   local rng = ctx.rng:fork("greedy")
   local feedback = parent.feedback
+  local profiled = {}
   for _ = 1, steps do
+    if opts.profile == "yes" and ctx.llm and parent.ok and not profiled[parent.id] then
+      profiled[parent.id] = true
+      local p = ctx:profile({parent})[1] -- the model sees it with the parent's result
+      if p and not p.ok then ctx:log("greedy: no profile: %s", tostring(p.error)) end
+    end
     local kids = ctx:children(parent, n, feedback, rng)
     if #kids > 0 then
       local got = ctx:evaluate(kids)
@@ -48,6 +57,6 @@ end
 
 return {name = "greedy",
   describe = "refines the best kernel with the LLM, feeding back the last result",
-        options = {"steps", "n"},
-        option_values = {steps = "count", n = "count"},
+        options = {"steps", "n", "profile"},
+        option_values = {steps = "count", n = "count", profile = {"yes", "no"}},
         run = run}

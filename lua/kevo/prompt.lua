@@ -193,6 +193,12 @@ function M.feedback(r)
     end
   end
   if r.feedback and r.feedback ~= "" then add("Evaluator notes:\n" .. clip(r.feedback)) end
+  -- the hardware's view (ctx:profile, docs/profile.md), unless the notes already hold it
+  local p = r.profile
+  if type(p) == "table" and type(p.feedback) == "string" and p.feedback ~= "" and
+    not tostring(r.feedback or ""):find(p.feedback, 1, true) then
+    add(clip(p.feedback))
+  end
   return table.concat(lines, "\n")
 end
 

@@ -74,7 +74,8 @@ end
 --   output_tokens, cost}, candidates (id order; each with best evaluation `eval`, children),
 --   evals (id order; result/fingerprint decoded; tokens = LLM tokens spent by then;
 --   best_so_far), best (an eval, with candidate), lineage (candidates root..best), synthetic
---   (the model file when the model evaluator computed the results, else nil).
+--   (the model file when the model evaluator computed the results, else nil), profiles
+--   (candidate id -> its profile, when a strategy asked for one: ctx:profile).
 function M.gather(db, run)
   local m = {run = run, verdicts = {}, candidates = {}, evals = {}, by_id = {}}
   run.config = decode(run.config)
@@ -127,6 +128,20 @@ function M.gather(db, run)
       local cur = c.eval
       if not cur or not cur.ok or (e.ok and (e.speedup or 0) > (cur.speedup or 0)) then
         c.eval = e
+      end
+    end
+  end
+
+  -- profiles (ctx:profile, docs/profile.md) are journal entries: {ids} -> {profiles}
+  m.profiles = {}
+  if db.journal then
+    for _, kind, req, resp in db:journal(run.id) do
+      if kind == "profile" then
+        local q, a = decode(req) or {}, decode(resp) or {}
+        for i, id in ipairs(q.ids or {}) do
+          local p = (a.profiles or {})[i]
+          if type(p) == "table" then m.profiles[id] = p end
+        end
       end
     end
   end
@@ -229,7 +244,55 @@ function M.text(m)
   end
   for _, w in ipairs((b.result or {}).warnings or {}) do add("  warning     %s", w) end
   add("  lineage     %s", M.lineage_line(m.lineage))
+  M.profile_lines(m, add)
   return table.concat(out, "\n") .. "\n"
+end
+
+local PROFILE_FIGS = {{"time_ms", "kernel ms", "%.4f"}, {"dram_pct", "DRAM %", "%.1f"},
+  {"l2_hit_pct", "L2 hit %", "%.1f"}, {"sm_pct", "SM %", "%.1f"},
+  {"occupancy_pct", "occupancy %", "%.1f"}, {"registers", "registers", "%d"},
+  {"bank_conflict_pct", "bank confl. %", "%.1f"}, {"ld_efficiency_pct", "load eff. %", "%.1f"},
+  {"tensor_pct", "tensor %", "%.1f"}}
+
+-- profile_lines(m, add): each profiled candidate's figures beside its timing, against the
+-- reference and its parent (when the parent was profiled too), and its diagnosis' first line.
+function M.profile_lines(m, add)
+  local ids = {}
+  for id in pairs(m.profiles or {}) do ids[#ids + 1] = id end
+  if #ids == 0 then return end
+  table.sort(ids)
+  add("profiles    %d candidate%s profiled (Nsight Compute)", #ids, #ids == 1 and "" or "s")
+  for _, id in ipairs(ids) do
+    local p, c = m.profiles[id], m.by_id[id] or {}
+    local e = c.eval or {}
+    add("  #%d %s, %s", id, fmt_num(e.speedup, "%.2fx"), fmt_num(e.median_ms, "%.4f ms"))
+    if not p.ok then
+      add("      no profile: %s", tostring(p.error or p.reason))
+    else
+      local parent = c.parent and m.profiles[c.parent]
+      local cols = {{"candidate", p.candidate or {}}, {"reference", p.reference}}
+      if parent and parent.ok then cols[#cols + 1] = {"parent #" .. c.parent, parent.candidate} end
+      local head = {("      %-14s"):format("")}
+      for _, col in ipairs(cols) do
+        if col[2] then head[#head + 1] = ("%12s"):format(col[1]) end
+      end
+      add("%s", table.concat(head))
+      for _, f in ipairs(PROFILE_FIGS) do
+        local row, any = {("      %-14s"):format(f[2])}, false
+        for _, col in ipairs(cols) do
+          if col[2] then
+            local v = col[2][f[1]]
+            any = any or v ~= nil
+            row[#row + 1] = ("%12s"):format(type(v) == "number" and
+              (f[3] == "%d" and tostring(math.floor(v)) or f[3]:format(v)) or "-")
+          end
+        end
+        if any then add("%s", table.concat(row)) end
+      end
+      local d = (p.diagnosis or {})[1]
+      if d then add("      1. %s", tostring(d.text)) end
+    end
+  end
 end
 
 -- summary(m): the JSON view (what --json prints).
@@ -242,9 +305,11 @@ function M.summary(m)
            kevo_version = r.kevo_version,
            kevo_commit = r.kevo_commit, host = r.host},
     candidates = #m.candidates, evaluations = #m.evals, synthetic = m.synthetic,
+    profiles = {},
     verdicts = {}, llm = m.llm, lineage = json.array(),
   }
   for _, v in ipairs(m.verdicts) do s.verdicts[v.verdict] = v.n end
+  for id, p in pairs(m.profiles or {}) do s.profiles[tostring(id)] = p end
   local b = m.best
   if b then
     local c = b.candidate_row or {}

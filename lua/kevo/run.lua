@@ -419,6 +419,14 @@ local function make_evaluator(task, cfg, host, spec)
       end
       return ev:evaluate_many(clean)
     end,
+    -- the profile stage (docs/profile.md): opts {reference =, bounds = {...}}
+    profile_many = function(list, opts)
+      local clean = {}
+      for i, c in ipairs(list) do
+        clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs}
+      end
+      return ev:profile(clean, {reference = opts and opts.reference, bounds = opts and opts.bounds})
+    end,
     close = function() if ev.close then ev:close() end end,
     workers = ev:stats().workers,
   }, "gpu"

@@ -23,6 +23,15 @@
 --                         candidate), or, parent nil, for n kernels written from the task alone;
 --                         returns candidates (maybe fewer than n), or nil when no LLM is
 --                         configured.
+--   ctx:profile(entries [, {reference = false}])  the hardware's view of verified entries
+--                         (docs/profile.md): one profile per entry, in order: {ok, candidate,
+--                         reference, diagnosis, feedback} (summaries of Nsight Compute's metrics
+--                         and a ranked diagnosis), or {ok = false, reason, error} when it could
+--                         not be taken (no profiler, no permission, not a verified entry). The
+--                         entry keeps it as entry.profile, so ctx:propose(entry) carries its
+--                         diagnosis to the model. Each entry profiled
+--                         counts as one evaluation of the budget; one profiled before comes back
+--                         free. The whole list is profiled in one run of the profiler.
 --   ctx:history()         every entry so far, in evaluation order (a fresh list)
 --   ctx:top(k)            the k best verified entries, best first, one per distinct candidate
 --   ctx:budget_left()     {evals=, seconds=, tokens=}; nil fields are unlimited; inside
@@ -524,6 +533,100 @@ function Ctx:evaluate(cands, opts)
   if cut_at then
     -- The budget ended inside the batch: the strategy gets what was evaluated (candidates
     -- 1 .. cut_at - 1) and the stop, finishes its step, and is stopped at its next call.
+    local s = self:_evals_spent()
+    self._cut = s
+    return out, s
+  end
+  return out
+end
+
+local PROFILE_MAX = 64
+
+-- The profiles of todo (entries) live from the evaluator, or read back from the journal.
+function Ctx:_profile_batch(todo, with_ref)
+  local ids = {}
+  for j, e in ipairs(todo) do ids[j] = e.id end
+  local tape = private[self].tape
+  local request = tape and journal.canonical({ids = json.array(ids), reference = with_ref})
+  if tape and not tape:live() then
+    local resp = tape:take("profile", request)
+    if not resp then self:_log_offline("no recorded profile for this request") end
+    return resp and resp.profiles or {}
+  end
+  local ev = private[self].opts.evaluator
+  local profiles = {}
+  if ev.profile_many then
+    local cands, bounds = {}, {}
+    for j, e in ipairs(todo) do
+      cands[j] = e.candidate
+      bounds[j] = e.bench and e.bench.bound or "memory"
+    end
+    profiles = ev.profile_many(cands, {reference = with_ref, bounds = bounds})
+  end
+  for j = 1, #todo do
+    profiles[j] = profiles[j] or {ok = false, reason = "unsupported",
+                                  error = "this evaluator takes no profiles"}
+  end
+  profiles = json.decode(json.encode(json.array(profiles))) -- what the journal holds
+  if tape then tape:record("profile", request, {profiles = profiles, t = self:_now()}) end
+  return profiles
+end
+
+function Ctx:profile(entries, opts)
+  if type(entries) ~= "table" then error("ctx:profile: a list of entries expected", 2) end
+  if entries.candidate ~= nil then entries = {entries} end -- one entry given bare
+  if #entries > PROFILE_MAX then
+    error("ctx:profile: at most " .. PROFILE_MAX .. " entries at once", 2)
+  end
+  local with_ref = true
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("ctx:profile: options must be a table", 2) end
+    for k in pairs(opts) do
+      if k ~= "reference" then
+        error("ctx:profile: unknown option '" .. tostring(k) .. "' (allowed: reference)", 2)
+      end
+    end
+    with_ref = opts.reference ~= false
+  end
+  for i, e in ipairs(entries) do -- only the run's own entries, as the host holds them
+    if type(e) ~= "table" or math.type(e.n) ~= "integer" or self._entries[e.n] ~= e then
+      error("ctx:profile: entries[" .. i .. "] is not an entry of this run", 2)
+    end
+  end
+  local need = false -- entries profiled before (or that cannot be) are free, even past a budget
+  for _, e in ipairs(entries) do
+    need = need or (not e.profile and e.ok and e.bench ~= nil and not e.level)
+  end
+  if need then self:_check_stop("profile") end
+  local left = self:budget_left().evals
+  local out, todo, pos, cut_at, queued = {}, {}, {}, nil, {}
+  for i, e in ipairs(entries) do
+    if e.profile then
+      out[i] = e.profile
+    elseif not (e.ok and e.bench and not e.level) then
+      out[i] = {ok = false, reason = "failed",
+                error = "only a verified, timed entry is profiled (" .. tostring(e.verdict) .. ")"}
+    elseif queued[e] then
+      pos[#pos + 1] = {i, queued[e]}
+    elseif left and #todo >= left then
+      cut_at = i
+      break
+    else
+      todo[#todo + 1] = e
+      queued[e] = #todo
+      pos[#pos + 1] = {i, #todo}
+    end
+  end
+  if #todo > 0 then
+    local profiles = self:_profile_batch(todo, with_ref)
+    for j, e in ipairs(todo) do
+      local p = profiles[j] or {ok = false, reason = "failed", error = "no profile recorded"}
+      e.profile = p -- kevo.prompt gives the model its diagnosis with the entry's result
+      self.evals = self.evals + 1
+    end
+    for _, p in ipairs(pos) do out[p[1]] = todo[p[2]].profile end
+  end
+  if cut_at then
     local s = self:_evals_spent()
     self._cut = s
     return out, s

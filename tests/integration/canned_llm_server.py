@@ -5,8 +5,9 @@ as one JSON line, to LOG_FILE. The kevo run tests of imported KernelBench proble
 "the LLM": the reply is a correct kernel in the recipe's contract, and the log shows what kevo
 asked (the prompt must carry the signature and the PyTorch specification).
 
-usage: canned_llm_server.py REPLY_FILE LOG_FILE
-Prints "PORT <n>" once listening on 127.0.0.1, then serves until killed.
+usage: canned_llm_server.py REPLY_FILE[,REPLY_FILE...] LOG_FILE
+With several files the server replays a fixed script: request k gets file k, the last one after
+that (bench/profile.sh). Prints "PORT <n>" once listening on 127.0.0.1, then serves until killed.
 """
 import json
 import sys
@@ -18,7 +19,8 @@ LOCK = threading.Lock()
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    reply = ""
+    replies = [""]
+    served = [0]
     log = None
 
     def log_message(self, fmt, *args):
@@ -41,11 +43,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK, open(self.log, "a") as f:
             f.write(json.dumps(req) + "\n")
+            reply = self.replies[min(self.served[0], len(self.replies) - 1)]
+            self.served[0] += 1
         n = int(req.get("n", 1))
-        choices = [{"index": i, "message": {"role": "assistant", "content": self.reply},
+        choices = [{"index": i, "message": {"role": "assistant", "content": reply},
                     "finish_reason": "stop"} for i in range(n)]
         prompt_tokens = max(1, len(raw) // 4)
-        out_tokens = n * max(1, len(self.reply) // 4)
+        out_tokens = n * max(1, len(reply) // 4)
         self.send_json(200, {"id": "chatcmpl-canned", "object": "chat.completion",
                              "model": req.get("model"), "choices": choices,
                              "usage": {"prompt_tokens": prompt_tokens,
@@ -55,10 +59,12 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     if len(sys.argv) != 3:
-        sys.stderr.write("usage: canned_llm_server.py REPLY_FILE LOG_FILE\n")
+        sys.stderr.write("usage: canned_llm_server.py REPLY_FILE[,REPLY_FILE...] LOG_FILE\n")
         return 2
-    with open(sys.argv[1]) as f:
-        Handler.reply = f.read()
+    Handler.replies = []
+    for path in sys.argv[1].split(","):
+        with open(path) as f:
+            Handler.replies.append(f.read())
     Handler.log = sys.argv[2]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print("PORT %d" % srv.server_address[1], flush=True)
