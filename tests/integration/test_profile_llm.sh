@@ -13,6 +13,10 @@ kevo="${KEVO:?}"
 src="${KEVO_SRC:?}"
 fix="$src/tests/fixtures/profile"
 rec="${PROFILE_REPLY:-$src/tests/fixtures/ncu/known_h200.json}"
+if [ ! -f "$rec" ]; then
+  echo "SKIPPED: no recorded metric sets at $rec (tests/gpu/test_profile.sh records them)" >&2
+  exit 77
+fi
 tmp=$(mktemp -d)
 srv_pid=
 trap '[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
