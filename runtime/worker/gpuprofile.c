@@ -7,9 +7,12 @@
  * The child, step by step (kevo_gpu_profile_replay):
  *   1. read the request, open the device, load the modules;
  *   2. allocate the shape's tensors once and draw its inputs (trial 0), profiler off;
- *   3. resolve every plan; cuProfilerStart; run each once, in order; cuProfilerStop;
+ *   3. resolve every plan; run each once, in order;
  *   4. write the manifest: how many kernels each plan launched, or why it did not.
- * The parent matches ncu's kernels, in order, against the manifest. */
+ * The parent drops the child's own kernels (kv_*, launched before any plan's) from ncu's list
+ * and matches the rest, in order, against the manifest. (Round A on the H200: with
+ * --profile-from-start off and cuProfilerStart around the plans, ncu profiled no kernel; ncu
+ * now profiles from the start.) */
 #include "gpuprofile.h"
 #include "gpudevice.h"
 #include "gpueval_int.h"
@@ -104,7 +107,6 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal) {
     if (e->crashed) break;
     i++;
   }
-  if (!e->crashed) DRV->cuProfilerStart();
   cJSON *entry = plans_out->child;
   for (int k = 0; k < n && entry && !e->crashed; k++, entry = entry->next) {
     if (!ok[k]) continue;
@@ -117,8 +119,7 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal) {
     }
     cJSON_AddNumberToObject(entry, "kernels", plans[k].nk);
   }
-  if (!e->crashed) DRV->cuProfilerStop(); /* 4 */
-  rc = 0;
+  rc = 0; /* 4 */
 out:
   manifest_write(dir, man);
   cJSON_Delete(man);
@@ -201,6 +202,11 @@ static cJSON *plans_reply(const cJSON *req, const cJSON *man, cJSON *kernels) {
       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(req, "profile"), "plans");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(man, "plans")->child;
   cJSON *k = kernels ? kernels->child : NULL;
+  /* the child's own kernels (drawing inputs, poisoning scratch) come first: kv_* */
+  for (; k; k = k->next) {
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "name"));
+    if (!name || strncmp(name, "kv_", 3)) break;
+  }
   const cJSON *x;
   cJSON_ArrayForEach(x, pl) {
     cJSON *p = cJSON_CreateObject();
@@ -249,13 +255,15 @@ static cJSON *judge(int rc, double deadline, const char *ncu, const char *log, c
     return fail_reply("E_UNSUPPORTED", "no_tool", "cannot run %s", ncu);
   int failed =
       wk_ncu_failure(log, reason, why, sizeof why) || wk_ncu_failure(out, reason, why, sizeof why);
-  /* an ==ERROR== about one kernel (a candidate that faulted under replay) leaves the others' */
-  if (failed && (strcmp(reason, "failed") || !log || wk_ncu_parse(log, kernels, &err)))
+  if (failed && (!strcmp(reason, "permission") || !strcmp(reason, "unsupported")))
     return fail_reply("E_UNSUPPORTED", reason, "%s", why);
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(man, "no_gpu")) && cJSON_IsString(merr))
     return fail_reply("E_NOGPU", "no_gpu", "%s", merr->valuestring);
   if (cJSON_IsString(merr))
     return fail_reply("E_WORKER", "failed", "the replay failed: %s", merr->valuestring);
+  /* an ==ERROR== about one kernel (a candidate that faulted under replay) leaves the others' */
+  if (failed && (!log || wk_ncu_parse(log, kernels, &err)))
+    return fail_reply("E_UNSUPPORTED", reason, "%s", why);
   if (!man || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(man, "plans"))) {
     snprintf(ms, sizeof ms, "%d", rc);
     return fail_reply("E_WORKER", "failed", "the replay child left no manifest (ncu exit %s)", ms);
@@ -269,6 +277,15 @@ static cJSON *judge(int rc, double deadline, const char *ncu, const char *log, c
   cJSON_AddStringToObject(res, "tool", "ncu");
   if (failed) cJSON_AddStringToObject(res, "warning", why);
   return res;
+}
+
+/* The last n bytes of text (a whole line first), for a failure's detail. */
+static const char *tail_of(const char *text, size_t n) {
+  if (!text) return "";
+  size_t len = strlen(text);
+  if (len <= n) return text;
+  const char *p = text + len - n, *nl = strchr(p, '\n');
+  return nl ? nl + 1 : p;
 }
 
 cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, size_t nblobs) {
@@ -317,8 +334,6 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
                   csv,
                   "--clock-control",
                   "none",
-                  "--profile-from-start",
-                  "off",
                   "--metrics",
                   (char *)wk_ncu_metrics(),
                   self,
@@ -339,7 +354,12 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   res = judge(rc, deadline, ncu, log, out, man, &kernels);
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
     cJSON_AddItemToObject(res, "plans", plans_reply(req, man, kernels));
-    if (getenv("KEVO_PROFILE_KEEP_CSV")) cJSON_AddStringToObject(res, "csv", log);
+    if (getenv("KEVO_PROFILE_KEEP_CSV")) cJSON_AddStringToObject(res, "csv", log ? log : "");
+  } else { /* what ncu and the child said last: the reason is there when the message is not */
+    char detail[1400];
+    snprintf(detail, sizeof detail, "%s%s%s", tail_of(out, 700), out && log ? "\n" : "",
+             tail_of(log, 600));
+    cJSON_AddStringToObject(res, "detail", detail);
   }
   cJSON_AddNumberToObject(res, "ms", (double)(long)(wk_now_ms() - t0));
 done:

@@ -70,6 +70,8 @@ def main():
             json.dump(r, f, indent=1)
         print("%-10s %d plans: ok=%s %.2f s wall (worker says %s ms) %s" % (
             name, len(plans), r.get("ok"), wall, r.get("ms"), r.get("error", "")))
+        if r.get("detail"):  # what ncu and the replay child said last
+            print("  | " + r["detail"].replace("\n", "\n  | "))
         return r, wall
 
     known = plans_known()

@@ -70,4 +70,18 @@ if r["ok"]:
           8132853, "plan b has the bank-conflict kernel")
     check("no kernel named" in c["error"] and "kernels" not in c, "plan c keeps its error")
     check(isinstance(r["ms"], (int, float)), "the stage's time: %s ms" % r["ms"])
+# the replay child's own kernels (kv_*: drawing inputs) come first in ncu's list: dropped
+import tempfile  # noqa: E402
+with open(csv) as f:
+    text = f.read().replace('"copy(const float4 *, float4 *, unsigned long)"', '"kv_fill"')
+with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+    f.write(text)
+r = profile({"KEVO_NCU": fake, "FAKE_NCU_CSV": f.name,
+             "FAKE_NCU_MANIFEST": json.dumps({"plans": [{"kernels": 1}]})})
+os.unlink(f.name)
+check(r["ok"] and r["plans"][0]["kernels"][0]["name"] == "bank(float *)",
+      "the child's own kv_ kernels are not a plan's")
+r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "something odd"})
+check(not r["ok"] and "detail" in r and "something odd" in r["detail"],
+      "a failure carries what ncu said last")
 sys.exit(1 if fails else 0)
