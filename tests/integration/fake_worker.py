@@ -131,10 +131,10 @@ def reply_profile(req):
     if not path:
         return {"ok": False, "reason": "no_tool", "error": "E_UNSUPPORTED: no Nsight Compute (fake)"}
     rec = json.load(open(path))
-    by_kernel = {}
+    by_kernel = {}  # ncu names a kernel "name" or, with its parameters, "name(...)"
     for p in rec.get("plans", []):
         for k in p.get("kernels") or []:
-            by_kernel.setdefault(k["name"], p)
+            by_kernel.setdefault(k["name"].split("(")[0], p)
     plans = []
     for p in req["profile"]["plans"]:
         name = p["plan"]["kernels"][0]["name"]
