@@ -70,7 +70,11 @@ __device__ __forceinline__ void heads(const __nv_bfloat16* __restrict__ q,
     m[g] = neg_inf();
     l[g] = 0.0f;
   }
-  for (int t = c0 + gi * TT; t < c1; t += NG * TT) {
+  /* both half-warps of a warp take the same number of steps (their shuffles need each other):
+   * the loop runs on the warp's first token, a half past the chunk's end masks its tokens */
+  const int half = gi & 1;
+  for (int tw = c0 + (gi >> 1) * 2 * TT; tw < c1; tw += NG * TT) {
+    const int t = tw + half * TT;
     uint4 kr[TT], vr[TT];
 #pragma unroll
     for (int j = 0; j < TT; j++) {
@@ -96,14 +100,15 @@ __device__ __forceinline__ void heads(const __nv_bfloat16* __restrict__ q,
         sc[j] = t + j < c1 ? s : neg_inf();
         mx = fmaxf(mx, sc[j]);
       }
-      const float alpha = exp2f(m[g] - mx); /* 0 on the first step (m = -inf) */
+      /* mx is -inf only while this half has seen no token: nothing to rescale or add */
+      const float alpha = mx == neg_inf() ? 1.0f : exp2f(m[g] - mx); /* 0 after m = -inf */
       m[g] = mx;
       l[g] *= alpha;
 #pragma unroll
       for (int e = 0; e < 8; e++) acc[g][e] *= alpha;
 #pragma unroll
       for (int j = 0; j < TT; j++) {
-        const float p = exp2f(sc[j] - mx);
+        const float p = sc[j] == neg_inf() ? 0.0f : exp2f(sc[j] - mx);
         l[g] += p;
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[g][e] = fmaf(p, bf_at(vr[j], e), acc[g][e]);
