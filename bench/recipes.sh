@@ -75,8 +75,11 @@ for n in names:
              f"; grouped_mm: {t.get('grouped_mm_error', 'absent')}") + "; eager/compile: a matmul per expert"
     elif n == "decode_attention":
         note = "eager = scaled_dot_product_attention"
+    verdicts = ", ".join(f"{v} {c}" for v, c in (rep.get("verdicts") or {}).items() if v != "ok")
     if not k:
-        note = "no verified kernel: " + ", ".join(f"{v} {c}" for v, c in (rep.get("verdicts") or {}).items())
+        note = "no verified kernel: " + verdicts
+    elif verdicts:
+        note += f" (also {verdicts})"
     if t.get("error") or t.get("compile_error"):
         note += " torch: " + (t.get("error") or t.get("compile_error"))
     print(f"{n:<18}{f(k, '%.4f'):>10}{f(b.get('gbps'), '%.0f'):>8}{f(b.get('roofline_pct'), '%.1f'):>7}"
