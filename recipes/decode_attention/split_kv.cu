@@ -9,17 +9,19 @@
  *    memory (shuffles within a warp first) and the chunk's unnormalised output and (max, sum) go to scratch.
  *  decode_attn_combine: a block per query head merges the chunks' partials and writes bf16.
  * Heads are processed GG at a time (8, 4, 2 or 1: the largest that divides G), a compile-time
- * count so that q and the output accumulators stay in registers.
+ * count so that q and the output accumulators stay in registers; one entry point per GG
+ * (decode_attn_partial8 .. 1), chosen by the launch, so each has only the registers it needs.
  * Knobs: WARPS (per block), TT (tokens per half-warp step), TARGET (blocks to aim the split at). */
 /* kevo:launch
 local HQ = HK * G
 local splits = max(1, min(cdiv(S, 64), cdiv(TARGET, B * HK)))
 local chunk = cdiv(S, splits)
 splits = cdiv(S, chunk)
+local gg = (G % 8 == 0) and 8 or (G % 4 == 0) and 4 or (G % 2 == 0) and 2 or 1
 return {
   scratch = {part_o = {bytes = B * HQ * splits * 128 * 4}, part_ml = {bytes = B * HQ * splits * 8}},
   kernels = {
-    {name = "decode_attn_partial", grid = {splits, B * HK}, block = {32 * WARPS}, shared = 0,
+    {name = "decode_attn_partial" .. gg, grid = {splits, B * HK}, block = {32 * WARPS}, shared = 0,
      args = {"q", "k", "v", "part_o", "part_ml", i32(HK), i32(G), i32(S), i32(splits),
              i32(chunk)}},
     {name = "decode_attn_combine", grid = {B * HQ}, block = {128}, shared = 0,
@@ -166,30 +168,25 @@ __device__ __forceinline__ void heads(const __nv_bfloat16* __restrict__ q,
   __syncthreads(); /* the shared state is reused by the next group of heads */
 }
 
-extern "C" __global__ void __launch_bounds__(32 * WARPS)
-    decode_attn_partial(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                        const __nv_bfloat16* __restrict__ v, float* __restrict__ part_o,
-                        float* __restrict__ part_ml, int HK, int G, int S, int splits,
-                        int chunk) {
-  const int split = blockIdx.x, bh = blockIdx.y; /* bh = b * HK + kv head */
-  const int c0 = split * chunk, c1 = min(S, c0 + chunk);
-  const __nv_bfloat16* kb = k + (long long)bh * S * D;
-  const __nv_bfloat16* vb = v + (long long)bh * S * D;
-  const int qhead0 = bh * G; /* q is [B, HK * G, D]: kv head bh's group starts at bh * G */
-  if (G % 8 == 0) {
-    for (int g = 0; g < G; g += 8)
-      heads<8>(q, kb, vb, part_o, part_ml, qhead0 + g, c0, c1, split, splits);
-  } else if (G % 4 == 0) {
-    for (int g = 0; g < G; g += 4)
-      heads<4>(q, kb, vb, part_o, part_ml, qhead0 + g, c0, c1, split, splits);
-  } else if (G % 2 == 0) {
-    for (int g = 0; g < G; g += 2)
-      heads<2>(q, kb, vb, part_o, part_ml, qhead0 + g, c0, c1, split, splits);
-  } else {
-    for (int g = 0; g < G; g++)
-      heads<1>(q, kb, vb, part_o, part_ml, qhead0 + g, c0, c1, split, splits);
+/* One entry per head-group size GG (the launch picks the largest of 8, 4, 2, 1 dividing G), so
+ * each gets the registers its own GG needs rather than the largest one's. */
+#define PARTIAL(GG)                                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * WARPS) decode_attn_partial##GG(             \
+      const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,                 \
+      const __nv_bfloat16* __restrict__ v, float* __restrict__ part_o,                          \
+      float* __restrict__ part_ml, int HK, int G, int S, int splits, int chunk) {               \
+    const int split = blockIdx.x, bh = blockIdx.y; /* bh = b * HK + kv head */                 \
+    const int c0 = split * chunk, c1 = min(S, c0 + chunk);                                       \
+    const __nv_bfloat16* kb = k + (long long)bh * S * D;                                         \
+    const __nv_bfloat16* vb = v + (long long)bh * S * D;                                         \
+    /* q is [B, HK * G, D]: kv head bh's group of query heads starts at bh * G */               \
+    for (int g = 0; g < G; g += GG)                                                              \
+      heads<GG>(q, kb, vb, part_o, part_ml, bh * G + g, c0, c1, split, splits);                  \
   }
-}
+PARTIAL(8)
+PARTIAL(4)
+PARTIAL(2)
+PARTIAL(1)
 
 extern "C" __global__ void __launch_bounds__(128)
     decode_attn_combine(const float* __restrict__ part_o, const float* __restrict__ part_ml,
