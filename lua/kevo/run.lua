@@ -393,6 +393,12 @@ local function make_evaluator(task, cfg, host, spec)
   if cfg.gpus and cfg.eval then
     usage_error("--gpus and --eval exclude each other: the GPUs of --eval are its workers'")
   end
+  if cfg.eval and type(task.reference) == "table" and task.reference.lang == "torch" then
+    -- its reference outputs live in one worker's memory between requests, and consecutive jobs
+    -- may go to different workers (docs/redis.md)
+    usage_error("--eval: problems with a PyTorch reference (KernelBench) are not evaluated " ..
+                "through Redis yet; use --gpus on the GPU host")
+  end
   if cfg.eval_password_env and not cfg.eval then
     usage_error("--eval-password-env names the password of --eval's Redis: --eval is missing")
   end

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kevo run --eval redis://... without a GPU: `kevo worker --redis` bridges over stand-in workers
 # (tests/integration/fake_worker.py, real NVRTC compiles on the driver) through the Redis server
-# of $KEVO_TEST_REDIS (database 7, flushed). Usage errors, no worker alive, and one sweep
+# of $KEVO_TEST_REDIS (database 7, flushed). Usage errors, a KernelBench problem refused (its
+# PyTorch reference lives in one worker between requests), no worker alive, and one sweep
 # through two Redis workers (both judging) giving the same evaluations, verdicts and order as
 # one local worker. The fault cases are tests/c/test_evalredis.c's.
 set -u
@@ -51,6 +52,13 @@ t "--eval takes a redis URL" 2 "$KEVO" run "$recipe" --eval http://x;         ha
 t "--eval: no password in it" 2 "$KEVO" run "$recipe" --eval redis://:pw@h:1/0; has "eval-password-env"
 t "--eval or --gpus" 2 "$KEVO" run "$recipe" --eval "$url" --gpus 0;          has "exclude each other"
 t "--eval-password-env alone" 2 "$KEVO" run "$recipe" --eval-password-env X;  has "--eval is missing"
+if "$KEVO" import "$KEVO_SRC/tests/kbench/relu.py" --description "$KEVO_SRC/tests/kbench/relu.json" \
+    --out "$tmp/kb" >/dev/null 2>&1; then
+  t "KernelBench problems stay local" 2 env KEVO_LLM_BASE_URL=http://127.0.0.1:9 \
+    KEVO_LLM_KEY_ENV=KEVO_TEST_NO_SUCH_KEY "$KEVO" run "$tmp/kb/relu.yaml" --llm openai:m \
+    --db kb.db --eval "$url"
+  has "PyTorch reference (KernelBench) are not evaluated through Redis yet"
+fi
 t "no worker alive" 1 "$KEVO" run "$recipe" --db none.db --eval "$url"
 has "no kevo worker for sm_90 is alive"; has "kevo worker --redis"
 
