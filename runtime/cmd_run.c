@@ -3,10 +3,12 @@
  * the few privileged services it needs (read the strategy file, write the best kernel, draw the
  * progress line, notice Ctrl-C) in a table that only run.lua sees, never the strategy. */
 #include "buf.h"
+#include "cmd_run.h"
 #include "luastate.h"
 #include "lutil.h"
 #include "registry.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,6 +136,63 @@ static int host_die(lua_State *L) {
   return 0;
 }
 
+/* list_dir(path) -> {{name=, dir=bool}, ...} sorted by name, or nil, msg: a folder of problems
+ * (kevo suite). Hidden entries are left out. */
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int host_list_dir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  if (!d) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  char *names[4096];
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 4096)
+    if (e->d_name[0] != '.' && (names[n] = strdup(e->d_name))) n++;
+  closedir(d);
+  qsort(names, n, sizeof names[0], name_cmp);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    char full[8192];
+    struct stat st;
+    snprintf(full, sizeof full, "%s/%s", path, names[i]);
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, names[i]);
+    lua_setfield(L, -2, "name");
+    lua_pushboolean(L, stat(full, &st) == 0 && S_ISDIR(st.st_mode));
+    lua_setfield(L, -2, "dir");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    free(names[i]);
+  }
+  return 1;
+}
+
+/* import(problem.py, out_dir, name) -> exit code: `kevo import problem.py --out out_dir --name
+ * name` in a trusted state of its own (kevo suite takes KernelBench problem files); out_dir and
+ * its parents are made first. */
+static int host_import(lua_State *L) {
+  const char *file = luaL_checkstring(L, 1);
+  const char *out = luaL_checkstring(L, 2);
+  const char *name = luaL_checkstring(L, 3);
+  char probe[4096];
+  kevo_error err = {0};
+  snprintf(probe, sizeof probe, "%s/%s", out, name);
+  if (make_parents(probe, &err)) {
+    fprintf(stderr, "kevo suite: %s\n", err.msg);
+    lua_pushinteger(L, KEVO_EXIT_FAILED);
+    return 1;
+  }
+  char *args[] = {"import", (char *)file, "--out", (char *)out, "--name", (char *)name, NULL};
+  lua_pushinteger(L, kevo_l_run_main("import", "kevo.kbench", 6, args, NULL));
+  return 1;
+}
+
 static int resolve_llm(lua_State *L, const char *flag);
 
 /* resolve_llm(flag) -> JSON text | nil, msg: the LLM settings for PROVIDER:MODEL as --llm would
@@ -157,6 +216,8 @@ static void push_host(lua_State *L, int argc, char **argv) {
                                  {"sleep", host_sleep},
                                  {"die", host_die},
                                  {"resolve_llm", host_resolve_llm},
+                                 {"list_dir", host_list_dir},
+                                 {"import", host_import},
                                  {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDERR_FILENO));
@@ -266,13 +327,13 @@ static void set_gpus_config(lua_State *L) {
   kevo_lua_close(T);
 }
 
-/* Runs require("kevo.run")[fn](args..., host) in L; returns the exit code it gave, or -1 with
+/* Runs require(module)[fn](args..., host) in L; returns the exit code it gave, or -1 with
  * the error printed. */
-static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
+static int call_module(lua_State *L, const char *module, const char *fn, int argc, char **argv) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "kevo.run");
+  lua_pushstring(L, module);
   if (kevo_lua_pcall(L, 1, 1) != LUA_OK) {
-    fprintf(stderr, "kevo run: %s\n", lua_tostring(L, -1));
+    fprintf(stderr, "kevo: %s\n", lua_tostring(L, -1));
     return -1;
   }
   lua_getfield(L, -1, fn); /* stack: run fn */
@@ -285,7 +346,7 @@ static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
   push_host(L, argc, argv);
   if (kevo_lua_pcall(L, 2, 1) != LUA_OK) {
     host_clear_progress(L);
-    fprintf(stderr, "kevo run: %s\n", lua_tostring(L, -1));
+    fprintf(stderr, "kevo %s: %s\n", argv[0], lua_tostring(L, -1));
     return -1;
   }
   int isnum;
@@ -293,17 +354,21 @@ static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
   return isnum ? rc : KEVO_EXIT_FAILED;
 }
 
-static int run_main(int argc, char **argv) {
-  kevo_lua_opts opts = {.sandbox = 1, .mem_limit = RUN_MEM_LIMIT, .instr_limit = RUN_INSTR_LIMIT};
+static int call_run(lua_State *L, const char *fn, int argc, char **argv) {
+  return call_module(L, "kevo.run", fn, argc, argv);
+}
+
+int kevo_run_host_main(const char *module, uint64_t instr_limit, int argc, char **argv) {
+  kevo_lua_opts opts = {.sandbox = 1, .mem_limit = RUN_MEM_LIMIT, .instr_limit = instr_limit};
   opts.seed = 1;
   if (find_seed(argc, argv, &opts.seed)) {
-    fprintf(stderr, "kevo run: --seed takes a non-negative integer\n");
+    fprintf(stderr, "kevo %s: --seed takes a non-negative integer\n", argv[0]);
     return KEVO_EXIT_USAGE;
   }
   kevo_error err = {0};
   lua_State *L = kevo_lua_new(&opts, &err);
   if (!L) {
-    fprintf(stderr, "kevo run: %s\n", err.msg);
+    fprintf(stderr, "kevo %s: %s\n", argv[0], err.msg);
     return KEVO_EXIT_FAILED;
   }
   struct sigaction sa = {0}, old_int;
@@ -311,7 +376,7 @@ static int run_main(int argc, char **argv) {
   sa.sa_flags = SA_RESETHAND | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
-  int rc = call_run(L, "main", argc, argv);
+  int rc = call_module(L, module, "main", argc, argv);
   if (rc < 0) {
     /* The state broke (a budget spent, out of memory): finish the run row from a fresh one. */
     rc = KEVO_EXIT_FAILED;
@@ -332,6 +397,10 @@ static int run_main(int argc, char **argv) {
   sigaction(SIGINT, &old_int, NULL);
   kevo_lua_close(L);
   return rc;
+}
+
+static int run_main(int argc, char **argv) {
+  return kevo_run_host_main("kevo.run", RUN_INSTR_LIMIT, argc, argv);
 }
 
 const struct kevo_command kevo_cmd_run = {

@@ -357,6 +357,28 @@ local function fail(code, msg)
   return code
 end
 
+-- suite_main(db, row, o): kevo report on a suite (kevo.report.suite): its table, --json,
+-- --html FILE.
+function M.suite_main(db, row, o)
+  local suite = require "kevo.report.suite"
+  local m = suite.gather(db, row)
+  db:close()
+  if o.html then
+    local page = suite.html(m)
+    local f, ferr = io.open(o.html, "wb")
+    if not f then return fail(1, "cannot write the page: " .. ferr) end
+    f:write(page)
+    f:close()
+  end
+  if o.json then
+    print(json.encode(suite.summary(m), {pretty = true}))
+  else
+    io.write(suite.text(m))
+    if o.html then io.write(("page: %s (self-contained)\n"):format(o.html)) end
+  end
+  return 0
+end
+
 -- main(args): `kevo report`; returns the exit code (0 ok, 1 unreadable archive or write
 -- failure, 2 bad usage, no archive, unknown run).
 function M.main(args)
@@ -367,6 +389,7 @@ function M.main(args)
   if not db then return fail(code, msg) end
   local run, err = M.find_run(db, o.run)
   if not run then db:close(); return fail(2, err) end
+  if run.strategy == "suite" then return M.suite_main(db, run, o) end
   local m = M.gather(db, run)
   db:close()
   local page

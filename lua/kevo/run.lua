@@ -31,6 +31,9 @@ local function usage_error(fmt, ...)
   error(setmetatable({message = string.format(fmt, ...)}, Usage), 0)
 end
 
+-- Whether e is a usage error (kevo suite tells them from failures the same way).
+function M.is_usage(e) return getmetatable(e) == Usage end
+
 -- "90", "90s", "20m", "1h30m", "1.5h" -> seconds
 function M.parse_duration(s)
   if type(s) ~= "string" or s == "" then return nil end
@@ -626,6 +629,9 @@ function M.recorded(db, id)
   local row = db:run(id)
   if not row then usage_error("no run %d in the archive %s", id, db:path()) end
   local config = json.decode(row.config or "null")
+  if type(config) == "table" and config.kind == "suite" then
+    usage_error("run %d is a suite: kevo suite --resume %d goes on with it", id, id)
+  end
   if type(config) ~= "table" or type(config.sets) ~= "table" or not config.strategy then
     usage_error("run %d was made by a kevo that did not record its settings: it cannot be " ..
                 "resumed or replayed", id)
@@ -759,7 +765,7 @@ local function open_tape(r, cfg, host)
                                   opts = sopts, sets = json.array(cfg.sets),
                                   max_tokens = budgets.max_tokens, llm = llm_name(llm_cfg),
                                   max_evals = cfg.max_evals, time_s = cfg.time_s, arch = cfg.arch,
-                                  gpus = cfg.gpus,
+                                  gpus = cfg.gpus, suite = cfg.suite,
                                   evaluator = evaluator_name, evaluator_spec = espec}),
     })
     M.open_run = {db = dbpath, id = run_id}
@@ -796,7 +802,11 @@ local function make_context(r, cfg, host)
       local now = c:elapsed()
       if host.tty and now - last_draw < 0.1 then return end
       last_draw = now
-      host.progress(M.progress_line(c, run_id))
+      if host.progress_ctx then -- kevo suite draws its own bar around the run's figures
+        host.progress_ctx(c, run_id)
+      else
+        host.progress(M.progress_line(c, run_id))
+      end
     end,
     on_log = function(line)
       host.clear_progress()
@@ -895,7 +905,7 @@ function M.execute(cfg, host)
            llm_cfg and (", llm " .. llm_name(llm_cfg)) or "")
 
   local ok, err = pcall(strat.run, ctx, r.sopts)
-  return finish(r, ctx, cfg, host, ok, err)
+  return finish(r, ctx, cfg, host, ok, err), run_id
 end
 -- Prints the summary on stdout and writes the best kernel; returns the exit code. Its lines
 -- carry a strategy's words (the reason it stopped, knob values), so each is printed with its
