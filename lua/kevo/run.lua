@@ -75,13 +75,17 @@ function M.gpus_problem(v)
   return nil
 end
 
+-- The options kevo run takes, each with a value (kevo suite passes them on to every problem's
+-- run, --resume aside).
+M.TAKES = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
+           ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
+           ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true,
+           ["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true}
+
 -- Parses argv (a list) into a config table; raises a Usage error on bad usage.
 function M.parse_args(argv)
   local cfg = {sets = {}, seed = 1}
-  local takes = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
-                 ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
-                 ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--resume"] = true,
-                 ["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true}
+  local takes = M.TAKES
   local given = {}
   local i = 1
   while i <= #argv do

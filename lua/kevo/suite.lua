@@ -27,10 +27,6 @@ local USAGE = "usage: kevo suite PATH... [--strategy NAME] [--llm PROVIDER:MODEL
               "       kevo suite --resume SUITE [--gpus ...] [--db PATH] [--out DIR] " ..
               "[--json FILE] (see kevo suite --help)"
 
--- the flags of kevo run that take a value (all pass through to each problem's run)
-local RUN_TAKES = {["--strategy"] = true, ["--llm"] = true, ["--budget-tokens"] = true,
-                   ["--max-evals"] = true, ["--time"] = true, ["--set"] = true, ["--seed"] = true,
-                   ["--db"] = true, ["--arch"] = true, ["--out"] = true, ["--gpus"] = true}
 
 -- Parses argv: {paths = {...}, flags = {run flags, as given}, resume = N, json = FILE, cfg =
 -- kevo.run's config for those flags}. Raises kevo.run's usage errors.
@@ -42,7 +38,8 @@ function M.parse_args(argv)
     local flag, val = a:match("^(%-%-[%w-]+)=(.*)$")
     flag = flag or a
     if flag:sub(1, 2) == "--" then
-      if flag ~= "--resume" and flag ~= "--json" and not RUN_TAKES[flag] then
+      -- kevo run's options (all passed on to each problem's run), --resume and --json
+      if flag ~= "--json" and not run.TAKES[flag] then
         run.usage_error("unknown option '%s'", flag)
       end
       if not val then
