@@ -182,6 +182,11 @@ function M.fingerprint_line(e)
   local cc = fp.cc or ((e.result or {}).device or {}).cc
   local parts = {dev}
   if type(cc) == "table" then parts[#parts + 1] = ("sm_%s%s"):format(cc[1], cc[2]) end
+  local rdev = (e.result or {}).device or {}
+  if rdev.gpu then -- which GPU of a --gpus run measured it
+    parts[#parts + 1] = ("gpu %s%s"):format(rdev.gpu, rdev.pci_bus and (" (" .. rdev.pci_bus .. ")")
+                                                       or "")
+  end
   if fp.driver then parts[#parts + 1] = "driver " .. tostring(fp.driver) end
   local clock = bench.sm_clock_mhz or fp.sm_clock_mhz
   if clock then parts[#parts + 1] = ("SM %s MHz"):format(clock) end

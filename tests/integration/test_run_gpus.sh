@@ -43,6 +43,10 @@ n0=$(sed -n 's/^gpu 0 //p' two.txt); n1=$(sed -n 's/^gpu 1 //p' two.txt)
   && echo "ok   both GPUs measured ($n0 + $n1), every result names its GPU" \
   || { echo "FAIL: GPU use $n0 + $n1"; cat two.txt; fail=1; }
 
+t "the report names the GPU" 0 "$KEVO" report 1 --db two.db
+grep -qE "measured +Fake GPU, sm_90, gpu [01] \(00000000:1[01]:00.0\)" "$out" \
+  || { echo "FAIL: the report's fingerprint lacks the GPU"; sed 's/^/  | /' "$out"; fail=1; }
+
 # killed after its second batch on two GPUs, resumed on one: the journal reads back, goes on
 t "two workers, killed" 137 env KEVO_FAULT=committed:2 "$KEVO" run "$recipe" --db kill.db --gpus 0,1
 t "resumed on one" 0 "$KEVO" run --resume 1 --db kill.db --gpus 0
