@@ -371,7 +371,7 @@ int torchref_call(torchref *t, cJSON *req, const kevo_blob *blobs, size_t nblobs
                   kevo_frame *reply, kevo_error *err) {
   memset(reply, 0, sizeof *reply);
   if (t->dead) return kevo_fail(err, KEVO_E_IO, "the PyTorch bridge is gone");
-  static int next_id = 1;
+  static _Atomic int next_id = 1; /* bridges of several GPUs are called from their threads */
   cJSON_DeleteItemFromObject(req, "id");
   int id = next_id++;
   cJSON_AddNumberToObject(req, "id", id);
