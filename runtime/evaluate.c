@@ -70,7 +70,6 @@ int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_
   if (!rc) rc = eval_pool_add(pool, t, err);
   if (rc) {
     eval_pool_free(pool);
-    kevo_recipe_free(recipe);
     return rc;
   }
   return evaluator_new_pool(recipe, pool, cfg, out, err);
@@ -81,7 +80,6 @@ int evaluator_new_pool(kevo_recipe *recipe, eval_pool *pool, const eval_config *
   *out = NULL;
   if (!recipe || !pool || !eval_pool_size(pool)) {
     eval_pool_free(pool);
-    kevo_recipe_free(recipe);
     return kevo_fail(err, KEVO_E_ARG, "evaluator_new: no recipe or no worker");
   }
   evaluator *ev = calloc(1, sizeof *ev);
@@ -89,7 +87,6 @@ int evaluator_new_pool(kevo_recipe *recipe, eval_pool *pool, const eval_config *
   if (!ev || !slots) {
     free(ev), free(slots);
     eval_pool_free(pool);
-    kevo_recipe_free(recipe);
     return kevo_fail(err, KEVO_E_NOMEM, "no memory for an evaluator");
   }
   ev->pool = pool;

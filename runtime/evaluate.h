@@ -52,12 +52,13 @@ typedef struct eval_config {
 
 typedef struct evaluator evaluator;
 
-/* An evaluator for `recipe` (it takes ownership and frees it, also on failure) with one local
- * worker made from wopts (NULL: defaults). cfg NULL: EVAL_CONFIG_DEFAULT. */
+/* An evaluator for `recipe` (it takes ownership and frees it; on failure the caller still owns
+ * it) with one local worker made from wopts (NULL: defaults). cfg NULL: EVAL_CONFIG_DEFAULT. */
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
                   evaluator **out, kevo_error *err);
-/* The same over a pool of workers (eval_pool.h; it takes ownership of recipe and pool, also on
- * failure): a batch is spread over the pool's workers, one thread each. */
+/* The same over a pool of workers (eval_pool.h): it owns the pool from the call on (freed on
+ * failure too) and the recipe once it succeeds. A batch is spread over the pool's workers, one
+ * thread each. */
 int evaluator_new_pool(kevo_recipe *recipe, eval_pool *pool, const eval_config *cfg,
                        evaluator **out, kevo_error *err);
 /* How many workers the evaluator's pool has. */

@@ -105,9 +105,9 @@ static int ev_new(lua_State *L) {
   } else {
     rc = eval_pool_local(gpus, &wo, &pool, &err);
   }
-  if (rc) kevo_recipe_free(r);
-  if (rc == KEVO_E_ARG && !eval_url) return luaL_error(L, "evaluator.new: %s", err.msg);
   if (!rc) rc = evaluator_new_pool(r, pool, &cfg, &e->ev, &err);
+  if (rc) kevo_recipe_free(r); /* the evaluator owns it only once made */
+  if (rc == KEVO_E_ARG && !eval_url) return luaL_error(L, "evaluator.new: %s", err.msg);
   if (rc) return kevo_l_fail_err(L, &err);
   return 1;
 }
