@@ -60,11 +60,26 @@ LUA
 "$kevo" script dump.lua two.db > two.dump 2>two.gpus
 cat two.gpus
 [ "$(wc -l < one.dump)" -ge 10 ] || { echo "FAIL: the one-GPU suite evaluated almost nothing"; fail=1; }
-if diff one.dump two.dump > diff.txt; then
-  echo "ok   the same candidates with the same verdicts on one GPU and on two ($(wc -l < one.dump) evaluations)"
-else
-  echo "FAIL: the verified results differ"; head -20 diff.txt; fail=1
-fi
+# the same candidates in the same order; the same verdict, except where a verdict judges a time
+# (timeout, implausible: docs/resume.md "Many GPUs"), which is noted
+python3 - one.dump two.dump <<'PY' || fail=1
+import sys
+a, b = (open(p).read().splitlines() for p in sys.argv[1:3])
+timed = {"ok", "timeout", "implausible"}
+bad = 0
+if len(a) != len(b):
+    print("FAIL: %d evaluations on one GPU, %d on two" % (len(a), len(b))); sys.exit(1)
+for x, y in zip(a, b):
+    if x == y: continue
+    (*kx, vx), (*ky, vy) = x.split(), y.split()
+    if kx == ky and {vx, vy} <= timed:
+        print("note: a timing verdict differs: %s / %s" % (x, vy))
+    else:
+        print("FAIL: %s  vs  %s" % (x, y)); bad += 1
+if not bad:
+    print("ok   the same candidates with the same verdicts on one GPU and on two (%d evaluations)" % len(a))
+sys.exit(1 if bad else 0)
+PY
 [ "$(grep -c '^gpu ' two.gpus)" = 2 ] || { echo "FAIL: --gpus all did not measure on two GPUs"; fail=1; }
 python3 - one.json two.json <<'PY' || fail=1
 import json, sys
