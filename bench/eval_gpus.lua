@@ -44,16 +44,26 @@ local function measure(gpus)
   local dev, err = ev:device()
   if not dev then return nil, err end
   local list = variants(ev)
-  ev:evaluate_many(list) -- workers up, compiles cached
+  local warm = {}
+  for i, c in ipairs(list) do -- workers up, compiles cached, references drawn (verify only)
+    warm[i] = setmetatable({bench = false}, {__index = c})
+  end
+  ev:evaluate_many(warm)
   local t0 = kevo.clock()
   local res = ev:evaluate_many(list)
   local s = kevo.clock() - t0
-  local used = {}
+  local used, worker_ms, verify_ms, bench_ms = {}, 0, 0, 0
   for _, r in ipairs(res) do
     local g = r.device and r.device.gpu or "-"
     used[g] = (used[g] or 0) + 1
+    worker_ms = worker_ms + (r.ms or 0) -- the worker's own time on the request
+    verify_ms = verify_ms + ((r.verify or {}).ms or 0)
+    bench_ms = bench_ms + ((r.bench or {}).ms or 0)
   end
-  return {res = res, s = s, workers = ev:stats().workers, used = used, dev = dev}
+  local workers = ev:stats().workers
+  return {res = res, s = s, workers = workers, used = used, dev = dev,
+          worker_ms = worker_ms / n, verify_ms = verify_ms / n, bench_ms = bench_ms / n,
+          busy = worker_ms / 1000 / (s * workers)}
 end
 
 local a, err = measure(one)
@@ -72,10 +82,17 @@ local function uses(u)
   return table.concat(parts, " ")
 end
 print(string.format("device: %s", a.dev.name))
-print(string.format("%-12s %8s %10s %14s  %s", "--gpus", "workers", "seconds", "evals/second",
+-- worker ms: the worker's own time per evaluation (verify + bench); busy: the share of the
+-- wall time the workers spent on requests (below 1: the driver kept them waiting)
+print(string.format("%-12s %8s %10s %14s %10s %8s %8s %6s  %s", "--gpus", "workers", "seconds",
+                    "evals/second", "worker ms", "verify", "bench", "busy",
                     "evaluations per GPU"))
-print(string.format("%-12s %8d %10.2f %14.2f  %s", one, a.workers, a.s, n / a.s, uses(a.used)))
-print(string.format("%-12s %8d %10.2f %14.2f  %s", many, b.workers, b.s, n / b.s, uses(b.used)))
+for _, x in ipairs{{one, a}, {many, b}} do
+  local r = x[2]
+  print(string.format("%-12s %8d %10.2f %14.2f %10.1f %8.1f %8.1f %5.0f%%  %s", x[1], r.workers,
+                      r.s, n / r.s, r.worker_ms, r.verify_ms, r.bench_ms, 100 * r.busy,
+                      uses(r.used)))
+end
 print(string.format("verdicts agree: %d of %d (%d ok)", same, n, ok))
 print(string.format("EVAL_GPUS_RATIO=%.2f", a.s / b.s))
 return same == n and 0 or 1

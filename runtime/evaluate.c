@@ -592,10 +592,19 @@ static int judge_device(eval_slot *sl, cJSON *res, const cJSON **dev, char *nogp
   cJSON_AddItemToObject(d, "name", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "name"), 1));
   cJSON_AddItemToObject(d, "cc", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "cc"), 1));
   cJSON_AddItemToObject(d, "copy_gbps", cJSON_Duplicate(cJSON_GetObjectItem(*dev, "copy_gbps"), 1));
-  if (sl->t->gpu[0]) cJSON_AddStringToObject(d, "gpu", sl->t->gpu); /* which GPU measured it */
-  const char *bus = cJSON_GetStringValue(cJSON_GetObjectItem(*dev, "pci_bus"));
-  if (bus) cJSON_AddStringToObject(d, "pci_bus", bus);
   return 0;
+}
+
+/* The GPU that judged the result, in its device object (which the worker's reply replaces):
+ * device.gpu (the slot's CUDA_VISIBLE_DEVICES value) and device.pci_bus (bus: from the slot's
+ * hello, copied before the request, since a worker killed at a deadline takes its hello with it),
+ * unless the reply named them itself (a remote worker). */
+static void name_gpu(const eval_slot *sl, cJSON *res, const char *bus) {
+  cJSON *d = cJSON_GetObjectItem(res, "device");
+  if (!cJSON_IsObject(d)) return;
+  if (sl->t->gpu[0] && !cJSON_GetObjectItem(d, "gpu"))
+    cJSON_AddStringToObject(d, "gpu", sl->t->gpu);
+  if (bus[0] && !cJSON_GetObjectItem(d, "pci_bus")) cJSON_AddStringToObject(d, "pci_bus", bus);
 }
 
 /* judge's reference step: the recipe's reference launch resolved into every shape's plan
@@ -668,6 +677,8 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
   kevo_blob blobs[EVTRI_MAX_JOBS + 1];
   eval_shapes shs = {0};
   int ncand = tri ? (int)b->tp.njobs : 1, queued = 0;
+  const cJSON *dev = NULL; /* the worker's hello, once asked (gone with a killed worker) */
+  char bus[64] = "";       /* its PCI bus, kept */
 
   if (compile_failed(ev, res, cand, b)) goto done;
   if (compile_reference(ev)) {
@@ -676,9 +687,10 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
     goto done;
   }
 
-  const cJSON *dev = NULL;
   char nogpu[1024] = "";
   if (judge_device(sl, res, &dev, nogpu, sizeof nogpu)) goto done;
+  if (dev && cJSON_GetStringValue(cJSON_GetObjectItem(dev, "pci_bus")))
+    snprintf(bus, sizeof bus, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(dev, "pci_bus")));
   launch_device ld;
   eval_device_of(dev, &ld);
 
@@ -771,6 +783,7 @@ done:
     snprintf(why, sizeof why, "not profiled: %s: %s", v, eval_jstr(res, "message"));
     profbatch_skip(ev->prof, index, !strcmp(v, "no_gpu") ? "no_gpu" : "failed", why);
   }
+  name_gpu(sl, res, bus);
   add_warnings(res);
   eval_shapes_free(&shs);
   cJSON_Delete(req);

@@ -222,6 +222,8 @@ def main():
         if os.environ.get("KEVO_FAKE_EVAL_S"):
             time.sleep(float(os.environ["KEVO_FAKE_EVAL_S"]))
         res = reply_ok(req, blobs)
+        # as the real worker's: its own device object, which replaces the driver's
+        res["device"] = {"name": "Fake GPU", "cc": [9, 0], "copy_gbps": 4280.0}
         res["id"] = rid
         write_frame(out, res)
 
