@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { LOG_CAP = 8192 };
@@ -336,6 +337,7 @@ typedef struct built {
   evtri_prep tp;
   const char *pverdict; /* Triton preparation failed with this verdict (launch_error, no_gpu) */
   kevo_error perr;
+  int late; /* not started by the batch's start_by: not compiled, not judged */
 } built;
 
 static const char *dtype_of(const char *name, void *ud) {
@@ -809,7 +811,8 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
 static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n) {
   size_t njobs = 0;
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict) njobs += bs[i].tp.njobs;
+    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict && !bs[i].late)
+      njobs += bs[i].tp.njobs;
   if (!njobs) return;
   triton_compile_opts *o = calloc(njobs, sizeof *o);
   triton_module **mods = calloc(njobs, sizeof *mods);
@@ -818,7 +821,7 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
   triton_pool *p = pool_of(ev);
   size_t k = 0;
   for (size_t i = 0; o && mods && rcs && errs && i < n; i++) {
-    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict || bs[i].late) continue;
     for (size_t j = 0; j < bs[i].tp.njobs; j++)
       evtri_compile_opts(&bs[i].tp, j, cands[i].source, cands[i].len, cand_name(&cands[i]),
                          arch_of(ev), &o[k++]);
@@ -826,7 +829,7 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
   if (p && k == njobs) triton_compile_many(p, o, njobs, mods, rcs, errs);
   k = 0;
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict) continue;
+    if (strcmp(cands[i].lang, "triton") || bs[i].pverdict || bs[i].late) continue;
     for (size_t j = 0; j < bs[i].tp.njobs; j++, k++) {
       evtri_job *jb = &bs[i].tp.jobs[j];
       if (!p) {
@@ -852,6 +855,7 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
  * compiled: the GPU works on group k while group k+1 compiles. */
 typedef struct compile_pipe {
   const char *arch;
+  double start_by; /* eval_config's: groups not begun by then are not compiled */
   const eval_candidate *cands;
   built *bs;
   size_t n;
@@ -897,13 +901,28 @@ static void compile_group(compile_pipe *cp, size_t from, size_t to) {
   free(errs);
 }
 
+/* Seconds on CLOCK_MONOTONIC, the clock of eval_config.start_by (and of kevo.clock). */
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int past(double start_by) {
+  return start_by > 0 && mono_s() >= start_by;
+}
+
 static void *compile_main(void *arg) {
   compile_pipe *cp = arg;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   size_t group = cpus < 1 ? 1 : cpus > 256 ? 256 : (size_t)cpus;
   for (size_t from = 0; from < cp->n; from += group) {
     size_t to = from + group < cp->n ? from + group : cp->n;
-    compile_group(cp, from, to);
+    if (past(cp->start_by)) /* the rest will not be judged: not compiled either */
+      for (size_t i = from; i < to; i++)
+        cp->bs[i].late = 1;
+    else
+      compile_group(cp, from, to);
     pthread_mutex_lock(&cp->mu);
     cp->done = to;
     pthread_cond_broadcast(&cp->cv);
@@ -941,7 +960,15 @@ static void judge_each(void *arg, size_t slot) {
       pthread_cond_wait(&cp->cv, &cp->mu);
     pthread_mutex_unlock(&cp->mu);
     if (i >= cp->n) return;
-    jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i], i);
+    /* a candidate not started by the batch's start_by is not evaluated (kevo run's --time) */
+    if (jp->bs[i].late || past(cp->start_by)) {
+      jp->results[i] = cJSON_CreateObject();
+      if (jp->results[i])
+        set_verdict(jp->results[i], "not_evaluated", "compile",
+                    "not evaluated: the run's time ran out before it was started");
+    } else {
+      jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i], i);
+    }
     if (!jp->results[i]) {
       pthread_mutex_lock(&cp->mu);
       jp->nomem = 1;
@@ -959,7 +986,8 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
   built *bs = calloc(n ? n : 1, sizeof *bs);
   if (!bs) return kevo_fail(err, KEVO_E_NOMEM, "no memory for %zu candidates", n);
   int rc = KEVO_OK;
-  compile_pipe cp = {.arch = arch_of(ev), .cands = cands, .bs = bs, .n = n};
+  double start_by = ev->cfg.start_by;
+  compile_pipe cp = {.arch = arch_of(ev), .cands = cands, .bs = bs, .n = n, .start_by = start_by};
   pthread_mutex_init(&cp.mu, NULL);
   pthread_cond_init(&cp.cv, NULL);
   pthread_t th;
@@ -978,6 +1006,9 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
   for (size_t i = 0; i < n; i++)
     if (!strcmp(cands[i].lang, "triton"))
       triton_prepare(ev, &cands[i], have_dev ? dev : NULL, &bs[i]);
+  if (past(start_by))
+    for (size_t i = 0; i < n; i++)
+      bs[i].late |= !strcmp(cands[i].lang, "triton");
   compile_triton(ev, cands, bs, n);
   judge_pipe jp = {.ev = ev, .cp = &cp, .cands = cands, .bs = bs, .results = results};
   if (rc == KEVO_OK) eval_pool_each(ev->pool, ev->nslots < n ? ev->nslots : n, judge_each, &jp);

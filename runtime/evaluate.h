@@ -42,6 +42,8 @@ typedef struct eval_config {
   int trials;        /* at least EVAL_MIN_TRIALS (less is raised to it) */
   double deadline_s; /* for the worker's answer; 0: from the problem (eval_deadline.h) */
   int race;          /* stop timing a candidate clearly slower than the fastest ok one so far */
+  double start_by;   /* a batch's candidates not started by this time (seconds of CLOCK_MONOTONIC,
+                      * kevo.clock's) are not evaluated: verdict not_evaluated; 0: no limit */
 } eval_config;
 
 /* The defaults every front end starts from (kevo.evaluator.new, evaluator_new with no config;

@@ -13,7 +13,9 @@
  *   ev:evaluate{lang = "cuda", source = text, launch = chunk, launch_name =, launch_line =,
  *               knobs = {BLOCK = 256}, bench = true, name = "cand.cu"} -> result table
  *       (docs/architecture.md "Evaluation result"; failures are verdicts, not errors)
- *   ev:evaluate_many{cand, ...} -> {result, ...}  (compiles all at once, then judges in turn)
+ *   ev:evaluate_many({cand, ...} [, {start_by = t}]) -> {result, ...}  (compiles all at once,
+ *     then judges in turn; a candidate not started by t, kevo.clock's seconds, is not evaluated:
+ *     verdict not_evaluated)
  *   ev:device() -> {name, cc, sms, ...} | nil, "E_NOGPU: ...", "E_NOGPU"
  *   ev:recipe() -> {name, summary, path, params, prompt, reference = src, seeds = {src, ...}}
  *                  src = {lang, file, source, launch, launch_line, space = {KNOB = {v, ...}}}
@@ -190,7 +192,8 @@ static void read_candidate(lua_State *L, int idx, int store_idx, cand_slot *s, c
 }
 
 /* Runs candidates in slots; pushes a list of results (or one result when single). */
-static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, int single) {
+static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, int single,
+                     double start_by) {
   cJSON **results = calloc(n ? n : 1, sizeof *results);
   eval_candidate *cands = calloc(n ? n : 1, sizeof *cands);
   if (!results || !cands) {
@@ -200,6 +203,7 @@ static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, i
   }
   eval_config *cfg = evaluator_config(e->ev);
   int saved = cfg->bench;
+  cfg->start_by = start_by;
   for (size_t i = 0; i < n; i++)
     cands[i] = slots[i].c;
   kevo_error err = {0};
@@ -208,6 +212,7 @@ static int run_slots(lua_State *L, l_evaluator *e, cand_slot *slots, size_t n, i
   if (n > 1 && slots[0].bench >= 0) cfg->bench = slots[0].bench; /* one setting per batch */
   rc = evaluator_run_many(e->ev, cands, n, results, &err);
   cfg->bench = saved;
+  cfg->start_by = 0;
   if (!rc) {
     if (!single) lua_createtable(L, (int)n, 0);
     for (size_t i = 0; i < n; i++) {
@@ -246,12 +251,23 @@ static int ev_evaluate(lua_State *L) {
   int store = lua_gettop(L);
   cand_slot *slot = lua_newuserdatauv(L, sizeof *slot, 0);
   read_candidate(L, 2, store, slot, "evaluate");
-  return run_slots(L, e, slot, 1, 1);
+  return run_slots(L, e, slot, 1, 1, 0);
 }
 
 static int ev_evaluate_many(lua_State *L) {
   l_evaluator *e = check_ev(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
+  double start_by = 0;
+  if (lua_type(L, 3) == LUA_TTABLE) {
+    static const char *const keys[] = {"start_by", NULL};
+    kevo_l_checkopts(L, 3, "evaluate_many", keys);
+    lua_getfield(L, 3, "start_by");
+    start_by = lua_isnil(L, -1) ? 0 : luaL_checknumber(L, -1);
+    lua_pop(L, 1);
+  } else if (!lua_isnoneornil(L, 3)) {
+    return luaL_error(L, "evaluate_many: options must be a table");
+  }
+  lua_settop(L, 2);
   size_t n = lua_rawlen(L, 2);
   if (n > 4096) return luaL_error(L, "evaluate_many: more than 4096 candidates");
   lua_newtable(L);
@@ -266,7 +282,7 @@ static int ev_evaluate_many(lua_State *L) {
       return luaL_error(L, "evaluate_many: every candidate must ask for the same bench setting");
     bench = slots[i].bench;
   }
-  return run_slots(L, e, slots, n, 0);
+  return run_slots(L, e, slots, n, 0, start_by);
 }
 
 /* ev:profile({cand, ...} [, {reference = true, deadline_ms = n, bounds = {"memory", ...}}])

@@ -23,6 +23,7 @@ const kevo_verdict kevo_verdicts[] = {
     {"nondeterministic", "two runs on the same inputs differ"},
     {"input_modified", "the kernel wrote to an input"},
     {"no_gpu", "judging it needs a GPU and there is none"},
+    {"not_evaluated", "not started: the run's --time ran out first (not an evaluation)"},
     {"error", "the evaluation itself failed (worker, reference, request)"},
     {NULL, NULL}};
 #include <unistd.h>

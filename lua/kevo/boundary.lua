@@ -135,6 +135,7 @@ end
 function Session:send(msg)
   local ok, err = self.proc:send(json.encode(msg), REPLY_MS)
   if not ok then misbehave("did not read its reply (%s)", tostring(err)) end
+  self.replied_at = self.clock()
 end
 
 -- Answers the messages that may come at any time: a log line, and strategy.load(NAME)'s
@@ -419,7 +420,12 @@ function Session:serve(ctx, opts, hooks)
     local function tighter(t, w) if not limit or t < limit then limit, why = t, w end end
     local lim = ctx:limits()
     if lim.time_s and ctx:_live() then
-      tighter(now + (lim.time_s - ctx:elapsed()) + M.GRACE_S,
+      -- the grace runs from the deadline, or from the reply that came after it (the batch
+      -- under way at the deadline finishes its candidate first): the strategy's next call is
+      -- where the run's stop reaches it
+      local at = now + (lim.time_s - ctx:elapsed())
+      if self.replied_at and self.replied_at > at then at = self.replied_at end
+      tighter(at + M.GRACE_S,
               string.format("was still running %.1f s after the --time deadline", M.GRACE_S))
     end
     if self.stopped then

@@ -286,7 +286,9 @@ local function index(self)
       local req = json.decode(request)
       for i, item in ipairs(type(req) == "table" and req.cands or {}) do
         local key = M.item_key(item)
-        if resp.results and resp.results[i] and not ix.evals[key] then
+        local r = resp.results and resp.results[i]
+        -- a candidate --time left unstarted was not evaluated: no answer for it here
+        if r and r.verdict ~= "not_evaluated" and not ix.evals[key] then
           ix.evals[key] = {id = resp.ids and resp.ids[i], result = resp.results[i]}
         end
       end

@@ -8,7 +8,8 @@ local M = {}
 local STAGE_OF = {ok = "done", compile_error = "compile", launch_error = "verify",
                   wrong = "verify", unwritten = "verify", nondeterministic = "verify",
                   input_modified = "verify", crash = "verify", timeout = "verify",
-                  implausible = "bench", no_gpu = "verify", error = "compile"}
+                  implausible = "bench", no_gpu = "verify", error = "compile",
+                  not_evaluated = "compile"}
 
 -- Shapes a model's answer {verdict=, message=, feedback=, ms=, ref_ms=, registers=,
 -- roofline_pct=, worst=} into an evaluation result (docs/architecture.md).
@@ -35,14 +36,24 @@ function M.shape_result(r)
   return res
 end
 
+-- evaluate_many(list [, ask]): ask.start_by (kevo.clock's seconds): a candidate not started
+-- by then is not evaluated (verdict not_evaluated), as the GPU evaluator does.
 function M.evaluator(model, task)
   if type(model) ~= "function" then error("search.model_evaluator: a function expected", 2) end
   return {
     model = true,
-    evaluate_many = function(list)
+    evaluate_many = function(list, ask)
       local out = {}
+      local start_by = ask and ask.start_by
+      local clock = start_by and require("kevo").clock
       for i, c in ipairs(list) do
-        local ok, r = pcall(model, c, task)
+        local ok, r
+        if start_by and clock() >= start_by then
+          ok, r = true, {verdict = "not_evaluated",
+                         message = "not evaluated: the run's time ran out before it was started"}
+        else
+          ok, r = pcall(model, c, task)
+        end
         if not ok then r = {verdict = "error", message = "model: " .. tostring(r)} end
         out[i] = M.shape_result(r)
       end

@@ -73,7 +73,7 @@ function M.describe(e)
   local at = string.format("%4d  %7.2f s  ", e.seq, r.t or 0)
   if e.kind == "evaluate" then
     local ids = {}
-    for i, id in ipairs(r.ids or {}) do ids[i] = tostring(id) end
+    for i, id in ipairs(r.ids or {}) do ids[i] = id == false and "-" or tostring(id) end
     return at .. string.format("evaluate %d candidate(s) [%s] -> %s", #(req.cands or {}),
                                table.concat(ids, " "), verdicts(r.results))
   elseif e.kind == "propose" then

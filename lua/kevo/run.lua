@@ -382,16 +382,15 @@ local function make_evaluator(task, cfg, host, spec)
     if not okm or type(model) ~= "function" then
       usage_error("KEVO_EVALUATOR: %s must return a function(candidate, task)", file)
     end
-    local ev = search.model_evaluator(model, task)
     local delay = tonumber(host.getenv("KEVO_MODEL_DELAY") or "")
-    if delay and delay > 0 then
-      local inner = ev.evaluate_many
-      ev.evaluate_many = function(list, ask)
-        host.sleep(delay * #list)
-        return inner(list, ask)
+    if delay and delay > 0 then -- each candidate takes that long, as a real one would
+      local inner = model
+      model = function(c, t)
+        host.sleep(delay)
+        return inner(c, t)
       end
     end
-    return ev, "model " .. file
+    return search.model_evaluator(model, task), "model " .. file
   end
   local ok, evaluator = pcall(function() return require "kevo.evaluator" end)
   if not ok then
@@ -423,14 +422,15 @@ local function make_evaluator(task, cfg, host, spec)
     end
   end
   return {
-    -- ask: nil, or {bench = false} for a cheaper level (kevo.search LEVELS: verify only)
+    -- ask: nil, or {bench = false} for a cheaper level (kevo.search LEVELS: verify only),
+    -- start_by = (kevo.clock's time after which no candidate is started: --time)
     evaluate_many = function(list, ask)
       local clean = {}
       for i, c in ipairs(list) do
         clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs,
                     bench = ask and ask.bench}
       end
-      return ev:evaluate_many(clean)
+      return ev:evaluate_many(clean, {start_by = ask and ask.start_by})
     end,
     -- the profile stage (docs/profile.md): opts {reference =, bounds = {...}}
     profile_many = function(list, opts)

@@ -361,38 +361,77 @@ LEVELS = {
   end},
 }
 
+-- A candidate of a batch that --time ended before it was started: the evaluator's answer for
+-- it (verdict not_evaluated). It is no evaluation: no id, no archive row, not counted, not
+-- remembered (asked again, after a resume with more time, it is evaluated); its journal entry
+-- holds it, so a resume and a replay hand the strategy the same batch.
+local NOT_EVALUATED = "not_evaluated"
+local function not_evaluated(r)
+  return type(r) == "table" and r.verdict == NOT_EVALUATED
+end
+
+-- kevo.clock's time at which the run's --time ends (nil: no --time), for the evaluator: a
+-- candidate of a batch not started by then is not evaluated, so a batch handed over just
+-- before the deadline does not run past it.
+function Ctx:_start_by()
+  local o = private[self].opts
+  if not o.time_s then return nil end
+  return self._live_t0 + (o.time_s - self._time_base)
+end
+
 -- Evaluates the batch live; with an archive, records its candidates, evaluations and journal
--- entry in one transaction (a kill leaves all of them or none). Returns ids, results.
+-- entry in one transaction (a kill leaves all of them or none). Returns ids, results (a
+-- candidate --time left unstarted: id false, its not_evaluated result).
 function Ctx:_evaluate_live(todo, request)
   local fault = private[self].opts.fault or function() end
   local level = todo[1].level
-  local raw = private[self].opts.evaluator.evaluate_many(todo, level and LEVELS[level].ask or nil)
+  local ask = level and LEVELS[level].ask or {}
+  ask = {bench = ask.bench, start_by = self:_start_by()}
+  local raw = private[self].opts.evaluator.evaluate_many(todo, ask)
   fault("evaluated")
   local results, texts = {}, {}
   for j = 1, #todo do
-    results[j], texts[j] = as_recorded(level and LEVELS[level].mark(raw[j]) or raw[j])
+    local r = raw[j]
+    if not_evaluated(r) then
+      r = {ok = false, verdict = NOT_EVALUATED, stage = "compile", synthetic = r.synthetic,
+           message = string.format("not evaluated: the run's time ran out (--time %g s) " ..
+                                   "before it was started", private[self].opts.time_s or 0)}
+    elseif level then
+      r = LEVELS[level].mark(r)
+    end
+    results[j], texts[j] = as_recorded(r)
   end
   local ids = {}
   local db = private[self].opts.archive
   if not db then
     for j = 1, #todo do
-      self._next_id = self._next_id + 1
-      ids[j] = self._next_id
+      if not_evaluated(results[j]) then
+        ids[j] = false
+      else
+        self._next_id = self._next_id + 1
+        ids[j] = self._next_id
+      end
     end
     return ids, results
   end
   assert(db:begin())
   local ok, err = pcall(function()
     for j, c in ipairs(todo) do
-      ids[j] = c.id or assert(db:candidate_add{ -- a promotion keeps its candidate
-        run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
-        source = c.source, launch = c.launch, knobs = journal.canonical(c.knobs or {})})
+      if not_evaluated(results[j]) then
+        ids[j] = false
+      else -- a promotion keeps its candidate
+        ids[j] = c.id or assert(db:candidate_add{
+          run = self.run, parent = c.parent, origin = c.origin or "unknown", lang = c.lang,
+          source = c.source, launch = c.launch, knobs = journal.canonical(c.knobs or {})})
+      end
     end
     fault("batch-write")
     for j, r in ipairs(results) do
-      assert(
-        db:eval_add{candidate = ids[j], stage = r.stage or "done", verdict = r.verdict or "error",
-                         ok = r.ok and true or false, result = texts[j]})
+      if ids[j] then
+        assert(db:eval_add{candidate = ids[j], stage = r.stage or "done",
+                           verdict = r.verdict or "error", ok = r.ok and true or false,
+                           result = texts[j]})
+      end
     end
     if private[self].tape then
       private[self].tape:record("evaluate", request,
@@ -419,13 +458,38 @@ function Ctx:_evaluate_recorded(todo, request)
   for j = 1, #todo do
     ids[j] = resp.ids and resp.ids[j]
     results[j] = resp.results and resp.results[j]
-    if not (ids[j] and results[j]) then
+    if not_evaluated(results[j]) and not resp.offline then
+      ids[j] = false -- as the run had it: --time ended the batch before this one
+    elseif not (ids[j] and results[j]) then
       self._offline_id = self._offline_id - 1
       ids[j] = self._offline_id
       results[j] = json.decode(json.encode(REPLAY_MISS))
     end
   end
   return ids, results
+end
+
+-- A batch's evaluated candidate as the context's entry: remembered, counted, maybe the best.
+function Ctx:_add_entry(cand, id, r)
+  cand.id = id
+  local entry = r
+  entry.id, entry.candidate, entry.ok = cand.id, cand, r.ok and true or false
+  entry.score = score_of(entry)
+  entry.n = #self._entries + 1
+  self._entries[#self._entries + 1] = entry
+  if cand.level then
+    self._seen_at[cand.level][candidate_key(cand)] = entry
+  else
+    self._seen[candidate_key(cand)] = entry
+  end
+  if not cand.level or not self._by_id[cand.id] then self._by_id[cand.id] = entry end
+  self.evals = self.evals + 1
+  if entry.score and (not self.best or entry.score > self.best.score) then self.best = entry end
+  local fatal = FATAL_VERDICT[entry.verdict]
+  if fatal and not self._fatal then
+    self._fatal = {reason = fatal, message = entry.message or entry.verdict}
+  end
+  return entry
 end
 
 function Ctx:evaluate(cands, opts)
@@ -504,32 +568,28 @@ function Ctx:evaluate(cands, opts)
   else
     ids, results = self:_evaluate_live(todo, request)
   end
-  local entries = {}
+  local entries, late = {}, nil
   for j, cand in ipairs(todo) do
-    cand.id = ids[j]
     local r = results[j]
-    local entry = r
-    entry.id, entry.candidate, entry.ok = cand.id, cand, r.ok and true or false
-    entry.score = score_of(entry)
-    entry.n = #self._entries + 1
-    self._entries[#self._entries + 1] = entry
-    if cand.level then
-      self._seen_at[cand.level][candidate_key(cand)] = entry
+    if ids[j] == false then
+      -- --time ended the batch first: handed back with its verdict, and nothing else
+      r.candidate, r.ok = cand, false
+      entries[j] = r
+      late = late or r
     else
-      self._seen[candidate_key(cand)] = entry
-    end
-    if not cand.level or not self._by_id[cand.id] then self._by_id[cand.id] = entry end
-    entries[j] = entry
-    self.evals = self.evals + 1
-    if entry.score and (not self.best or entry.score > self.best.score) then self.best = entry end
-    local fatal = FATAL_VERDICT[entry.verdict]
-    if fatal and not self._fatal then
-      self._fatal = {reason = fatal, message = entry.message or entry.verdict}
+      entries[j] = self:_add_entry(cand, ids[j], r)
     end
   end
   for _, p in ipairs(todo_pos) do out[p[1]] = entries[p[2]] end
   if private[self].opts.on_progress and self:_live() then private[self].opts.on_progress(self) end
   if self._fatal then stop(self._fatal.reason, self._fatal.message) end
+  if late then
+    -- --time ended inside the batch: as with a budget's cut, the strategy gets the batch (the
+    -- unstarted ones marked) and the stop, and is stopped at its next call
+    local s = make_stop("time", "--time budget spent")
+    self._cut = s
+    return out, s
+  end
   if cut_at then
     -- The budget ended inside the batch: the strategy gets what was evaluated (candidates
     -- 1 .. cut_at - 1) and the stop, finishes its step, and is stopped at its next call.

@@ -223,5 +223,57 @@ t "--time run" 0 env KEVO_MODEL_DELAY=0.05 "$KEVO" run "$recipe" --strategy ./en
 r=$(last_run); evals=$(sed -n 's/^run [0-9]* done: .*: \([0-9]*\) evaluations.*/\1/p' "$out")
 t "replay of a --time run" 0 "$KEVO" replay "$r"; has "stopped: time"; has "^$evals evaluations"
 
+# --time is hard inside a batch: a batch handed over just before the deadline starts nothing
+# after it (its other candidates come back not_evaluated), the run ends within a candidate's
+# time of its budget, and a resume after the batch's commit and a replay give the strategy the
+# very same batch
+cat > bigbatch.lua <<'LUA'
+return {name = "bigbatch", run = function(ctx)
+  local e = ctx:evaluate(ctx:seed_candidates())[1]
+  local batch = {}
+  require("kevo.searchutil").each_point(ctx:knob_space(e), function(k)
+    batch[#batch + 1] = ctx:candidate(e, k, "grid")
+  end)
+  local got, stop = ctx:evaluate(batch)
+  local n_ok, n_late, ids = 0, 0, {}
+  for i, r in ipairs(got) do
+    if r.verdict == "not_evaluated" then
+      n_late = n_late + 1
+      assert(r.id == nil and not r.ok and r.message:find("time ran out", 1, true), r.message)
+    else
+      n_ok = n_ok + 1
+      ids[#ids + 1] = i .. "=" .. r.id .. ":" .. r.verdict
+    end
+  end
+  ctx:log("BATCH %d evaluated, %d not evaluated, stop %s; %s", n_ok, n_late,
+          stop and stop.reason or "none", table.concat(ids, " "))
+  ctx:evaluate(batch) -- stopped here by the run's time
+  ctx:log("NOT REACHED")
+end}
+LUA
+targs=(run "$recipe" --strategy ./bigbatch.lua --time 1s)
+t "--time inside a batch" 0 env KEVO_MODEL_DELAY=0.1 "$KEVO" "${targs[@]}"
+r=$(last_run); has "stopped: --time budget spent"; grep -q "NOT REACHED" "$out" && say_fail "the strategy went on past its stop"
+grep '^BATCH' "$out" > batch_live.txt
+late=$(sed -n 's/^BATCH [0-9]* evaluated, \([0-9]*\) not evaluated, stop time;.*/\1/p' batch_live.txt)
+[ "${late:-0}" -gt 0 ] && echo "ok   $late candidates of the batch not started after --time" ||
+  say_fail "the batch ran to its end past --time: $(cat batch_live.txt)"
+secs=$(sed -n 's/^run [0-9]* done: .*, \([0-9.]*\) s \[time\]$/\1/p' "$out")
+awk -v s="${secs:-99}" 'BEGIN { exit !(s <= 1.5) }' && echo "ok   the run ended at $secs s of a 1 s budget (20 candidates x 0.1 s asked)" ||
+  say_fail "the run took ${secs:-?} s of run time on a 1 s budget"
+t "replay of a batch cut by --time" 0 "$KEVO" replay "$r"; has "no divergence"; has "stopped: time"
+grep '^ *BATCH' "$out" | sed 's/^ *//' | cmp -s - batch_live.txt && echo "ok   the replay's batch is the run's" ||
+  say_fail "the replay's batch differs: $(grep BATCH "$out")"
+killed "kill after a batch cut by --time" env KEVO_MODEL_DELAY=0.1 KEVO_FAULT=committed:2 "$KEVO" "${targs[@]}"
+r=$(last_run); grep '^BATCH' "$out" && say_fail "killed before the batch's log"
+dump "$r" > cut_before.txt
+resume "a batch cut by --time" "$r"; has "stopped: --time budget spent"
+grep '^BATCH' "$out" > batch_resumed.txt
+[ -s batch_resumed.txt ] && grep -q "stop time" batch_resumed.txt && echo "ok   the resume read the cut batch back: $(cut -c1-60 batch_resumed.txt)" ||
+  say_fail "the resume's batch: $(cat batch_resumed.txt)"
+t "replay of the resumed run" 0 "$KEVO" replay "$r"; has "no divergence"
+grep '^ *BATCH' "$out" | sed 's/^ *//' | cmp -s - batch_resumed.txt && echo "ok   the resumed run replays to the same batch" ||
+  say_fail "the resumed run's replay differs: $(grep BATCH "$out")"
+
 [ $fail = 0 ] && echo "resume: all passed"
 exit $fail

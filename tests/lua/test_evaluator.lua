@@ -115,6 +115,18 @@ check(#results == 4, "batch size")
 for i = 1, 3 do check(results[i].ok, "batch " .. i .. " ok") end
 check(results[4].verdict == "compile_error", "batch 4 compile_error")
 
+-- a batch past its start_by (kevo run's --time): nothing more is started, each says why
+local late = ev:evaluate_many(batch, {start_by = kevo.clock() - 1})
+check(#late == 4, "late batch size")
+for i = 1, 4 do
+  check(late[i].verdict == "not_evaluated" and late[i].ok == false, "late " .. i .. " not evaluated")
+  has(late[i].message, "the run's time ran out", "late " .. i .. "'s message")
+  check(late[i].compile == nil, "late " .. i .. " was not compiled")
+end
+local early = ev:evaluate_many(batch, {start_by = kevo.clock() + 3600})
+check(early[1].ok and early[4].verdict == "compile_error", "a start_by to come changes nothing")
+check(not pcall(ev.evaluate_many, ev, batch, {start_at = 1}), "an unknown option raises")
+
 -- misuse raises
 check(not pcall(ev.evaluate, ev, {source = "x", frobnicate = 1}), "unknown key raises")
 check(not pcall(ev.evaluate, ev, {lang = "fortran", source = "x"}), "bad lang raises")
