@@ -119,7 +119,8 @@ check(results[4].verdict == "compile_error", "batch 4 compile_error")
 local late = ev:evaluate_many(batch, {start_by = kevo.clock() - 1})
 check(#late == 4, "late batch size")
 for i = 1, 4 do
-  check(late[i].verdict == "not_evaluated" and late[i].ok == false, "late " .. i .. " not evaluated")
+  check(late[i].verdict == "not_evaluated" and late[i].ok == false,
+        "late " .. i .. " not evaluated")
   has(late[i].message, "the run's time ran out", "late " .. i .. "'s message")
   check(late[i].compile == nil, "late " .. i .. " was not compiled")
 end
