@@ -14,6 +14,8 @@
 #include <cjson/cJSON.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,14 +59,32 @@ static int link_send(lua_State *L) {
   return 0;
 }
 
+/* The next frame from the host on fd 0 (non-blocking): what the pipe holds, else a short spin
+ * of non-blocking reads (the reply to a ctx call is usually that close), else asleep in poll. */
+static kevo_link_buf from_host;
+static kevo_link_spin host_spin;
+
 static int link_recv(lua_State *L) {
   char *text;
   size_t len;
   kevo_error err = {0};
-  if (kevo_frame_read_text(0, &text, &len, (size_t)KEVO_PROTO_MAX_HEADER, -1, &err)) {
-    /* the host is gone or said something broken: nothing to do but end */
-    _exit(3);
+  long long spin_end = -1; /* set when the pipe is first found empty */
+  int slept = 0;
+  for (;;) {
+    if (kevo_link_take(&from_host, (size_t)KEVO_PROTO_MAX_HEADER, &text, &len, &err))
+      _exit(3); /* the host said something broken: nothing to do but end */
+    if (text) break;
+    ssize_t r = kevo_link_fill(&from_host, 0);
+    if (r > 0) continue;
+    if (r == 0 || r == -2) _exit(3); /* the host is gone */
+    if (spin_end < 0) spin_end = kevo_link_spin_until(&host_spin);
+    if (spin_end > 0 && kevo_link_now_ns() < spin_end) continue; /* the reply may be close */
+    if (spin_end > 0 && !slept) kevo_link_spun(&host_spin, 0);
+    slept = 1;
+    struct pollfd pf = {.fd = 0, .events = POLLIN};
+    if (poll(&pf, 1, -1) < 0 && errno != EINTR) _exit(3);
   }
+  if (spin_end > 0 && !slept) kevo_link_spun(&host_spin, kevo_link_now_ns() <= spin_end);
   lua_pushlstring(L, text, len);
   free(text);
   return 1;
@@ -97,6 +117,7 @@ static int child_main(int argc, char **argv) {
   }
   long host = strtol(argv[1], NULL, 10);
   prctl(PR_SET_PDEATHSIG, 9);
+  fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK); /* link_recv polls it */
   if (getppid() != (pid_t)host) _exit(1); /* the host died before we could be tied to it */
   kevo_lua_opts lo = {.sandbox = 1,
                       .seed = strtoull(argv[2], NULL, 10),

@@ -811,8 +811,7 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
 static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n) {
   size_t njobs = 0;
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict && !bs[i].late)
-      njobs += bs[i].tp.njobs;
+    if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict && !bs[i].late) njobs += bs[i].tp.njobs;
   if (!njobs) return;
   triton_compile_opts *o = calloc(njobs, sizeof *o);
   triton_module **mods = calloc(njobs, sizeof *mods);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 const kevo_verdict kevo_verdicts[] = {
@@ -34,23 +35,33 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Writes n bytes by `deadline` (ms on the monotonic clock; < 0 none). SIGPIPE is blocked
- * meanwhile and a SIGPIPE this write raised is consumed, so a dead reader is an error here,
- * not the end of the process. */
-static int write_all(int fd, const void *p, size_t n, long long deadline, kevo_error *err) {
+/* Writes the iovs' bytes by `deadline` (ms on the monotonic clock; < 0 none), in one writev
+ * where the fd takes them whole. SIGPIPE is blocked meanwhile and a SIGPIPE this write raised
+ * is consumed, so a dead reader is an error here, not the end of the process. */
+static int write_iov(int fd, struct iovec *iov, int niov, long long deadline, kevo_error *err) {
   sigset_t pipe_set, old, pending;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  sigpending(&pending);
-  int was_pending = sigismember(&pending, SIGPIPE);
-  const char *c = p;
-  int rc = KEVO_OK;
-  while (n > 0) {
-    ssize_t w = write(fd, c, n);
+  /* a SIGPIPE pending before this write can only be one the caller kept blocked */
+  int was_pending = 0;
+  if (sigismember(&old, SIGPIPE)) {
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE);
+  }
+  int rc = KEVO_OK, epipe = 0, at = 0;
+  while (at < niov && iov[at].iov_len == 0)
+    at++;
+  while (at < niov) {
+    ssize_t w = writev(fd, iov + at, niov - at);
     if (w > 0) {
-      c += w;
-      n -= (size_t)w;
+      size_t done = (size_t)w;
+      while (at < niov && done >= iov[at].iov_len)
+        done -= iov[at++].iov_len;
+      if (at < niov) {
+        iov[at].iov_base = (char *)iov[at].iov_base + done;
+        iov[at].iov_len -= done;
+      }
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
@@ -64,17 +75,23 @@ static int write_all(int fd, const void *p, size_t n, long long deadline, kevo_e
       poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
       continue;
     }
+    epipe = errno == EPIPE;
     rc = kevo_fail(err, KEVO_E_IO, "writing a frame: %s",
-                   errno == EPIPE ? "the reader closed the pipe" : strerror(errno));
+                   epipe ? "the reader closed the pipe" : strerror(errno));
     break;
   }
-  if (!was_pending) {
+  if (epipe && !was_pending) {
     struct timespec zero = {0, 0};
     while (sigtimedwait(&pipe_set, NULL, &zero) > 0) {
     }
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
+}
+
+static int write_all(int fd, const void *p, size_t n, long long deadline, kevo_error *err) {
+  struct iovec iov = {(void *)p, n};
+  return write_iov(fd, &iov, 1, deadline, err);
 }
 
 int kevo_frame_write(int fd, cJSON *header, const kevo_blob *blobs, size_t nblobs,
@@ -201,9 +218,9 @@ int kevo_frame_send_text(int fd, const char *text, size_t len, int timeout_ms, k
     return kevo_fail(err, KEVO_E_NOMEM, "frame header of %zu bytes is out of range", len);
   unsigned char pre[4] = {(unsigned char)len, (unsigned char)(len >> 8), (unsigned char)(len >> 16),
                           (unsigned char)(len >> 24)};
-  int rc = write_all(fd, pre, 4, deadline, err);
-  if (!rc) rc = write_all(fd, text, len, deadline, err);
-  return rc;
+  /* one writev: a reader sleeping on the pipe wakes once, to the whole frame */
+  struct iovec iov[2] = {{pre, 4}, {(void *)text, len}};
+  return write_iov(fd, iov, 2, deadline, err);
 }
 
 int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int timeout_ms,
@@ -228,4 +245,83 @@ int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int t
   *text = t;
   *len = n;
   return KEVO_OK;
+}
+
+/* The strategy link's reader (proto.h): whole frames out of what was read. */
+int kevo_link_take(kevo_link_buf *b, size_t max_len, char **text, size_t *len, kevo_error *err) {
+  *text = NULL;
+  *len = 0;
+  if (b->len < 4) return KEVO_OK;
+  const unsigned char *u = (const unsigned char *)b->buf;
+  uint32_t n = u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+  if (n == 0 || n > KEVO_PROTO_MAX_HEADER || n > max_len)
+    return kevo_fail(err, KEVO_E_PARSE, "frame header length %u is out of range", n);
+  if (b->len < 4 + (size_t)n) {
+    if (b->cap < 4 + (size_t)n) { /* room for the whole frame: the next read can finish it */
+      char *nb = realloc(b->buf, 4 + (size_t)n);
+      if (!nb) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a %u-byte frame", n);
+      b->buf = nb;
+      b->cap = 4 + (size_t)n;
+    }
+    return KEVO_OK;
+  }
+  char *t = malloc((size_t)n + 1);
+  if (!t) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a %u-byte frame", n);
+  memcpy(t, b->buf + 4, n);
+  t[n] = '\0';
+  b->len -= 4 + (size_t)n;
+  memmove(b->buf, b->buf + 4 + n, b->len);
+  *text = t;
+  *len = n;
+  return KEVO_OK;
+}
+
+ssize_t kevo_link_fill(kevo_link_buf *b, int fd) {
+  if (b->cap - b->len < 4096) {
+    size_t cap = b->cap < 65536 ? 65536 : 2 * b->cap;
+    char *nb = realloc(b->buf, cap);
+    if (!nb) {
+      errno = ENOMEM;
+      return -2;
+    }
+    b->buf = nb;
+    b->cap = cap;
+  }
+  for (;;) {
+    ssize_t r = read(fd, b->buf + b->len, b->cap - b->len);
+    if (r > 0) b->len += (size_t)r;
+    if (r >= 0) return r;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+  }
+}
+
+long long kevo_link_spin_until(kevo_link_spin *s) {
+  if (KEVO_LINK_SPIN_US <= 0) return 0;
+  if (s->skip > 0) {
+    s->skip--;
+    return 0;
+  }
+  return kevo_link_now_ns() + (long long)KEVO_LINK_SPIN_US * 1000;
+}
+
+void kevo_link_spun(kevo_link_spin *s, int hit) {
+  if (hit) {
+    s->misses = 0;
+    return;
+  }
+  if (s->misses < 6) s->misses++;
+  s->skip = 1 << s->misses; /* 2 .. 64 */
+  if (s->skip > KEVO_LINK_SPIN_BACKOFF_MAX) s->skip = KEVO_LINK_SPIN_BACKOFF_MAX;
+}
+
+long long kevo_link_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void kevo_link_free(kevo_link_buf *b) {
+  free(b->buf);
+  memset(b, 0, sizeof *b);
 }

@@ -7,6 +7,7 @@
 #define KEVO_PROTO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "status.h"
 
@@ -71,5 +72,38 @@ void kevo_frame_free(kevo_frame *f);
 int kevo_frame_send_text(int fd, const char *text, size_t len, int timeout_ms, kevo_error *err);
 int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int timeout_ms,
                          kevo_error *err);
+
+/* The strategy link's reader, for a non-blocking fd: each side reads whatever the pipe holds in
+ * one read and takes whole frames out of it (the writer sends a frame in one writev, so the
+ * reader wakes once per message). When the pipe is empty it may first poll it with
+ * non-blocking reads for KEVO_LINK_SPIN_US before it sleeps in poll, so that an answer a few
+ * microseconds away does not cost a sleep and a wake-up; a spin that finds nothing within its
+ * time makes the next waits sleep at once (2, 4, ... 64 of them), so a slow peer or busy CPUs
+ * cost one spin in many. 0 (the setting): no spin. On this project's 2-CPU build machine,
+ * loaded with other work (load average 20), a 100 us spin made ctx calls up to 3 times slower
+ * (bench/ctx_roundtrip.sh), and up to 10 times with a sched_yield between polls: the spinner
+ * holds a CPU the peer is waiting for, or gives up the wake-up's priority. */
+enum { KEVO_LINK_SPIN_US = 0, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
+typedef struct kevo_link_spin {
+  int misses, skip;
+} kevo_link_spin;
+/* When to stop spinning in the wait that starts now (ns, CLOCK_MONOTONIC); 0: do not spin. */
+long long kevo_link_spin_until(kevo_link_spin *s);
+/* How the wait's spin ended: hit (the message came within the spin's time) or not (it slept,
+ * or the CPU went to other work while it yielded). */
+void kevo_link_spun(kevo_link_spin *s, int hit);
+typedef struct kevo_link_buf {
+  char *buf;
+  size_t len, cap;
+} kevo_link_buf;
+/* KEVO_OK with *text set: a whole frame taken out of b (*text malloc'd, NUL-terminated; *len
+ * its length); KEVO_OK with *text NULL: b holds none yet; KEVO_E_PARSE for a length over
+ * max_len or the cap, KEVO_E_NOMEM. */
+int kevo_link_take(kevo_link_buf *b, size_t max_len, char **text, size_t *len, kevo_error *err);
+/* Reads what fd holds into b: > 0 bytes read, 0 EOF, -1 nothing now (EAGAIN), -2 an error
+ * (errno). */
+ssize_t kevo_link_fill(kevo_link_buf *b, int fd);
+long long kevo_link_now_ns(void); /* CLOCK_MONOTONIC */
+void kevo_link_free(kevo_link_buf *b);
 
 #endif

@@ -102,6 +102,7 @@ int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_e
   p->from_fd = rep[0];
   p->err_fd = er[0];
   fcntl(p->to_fd, F_SETFL, fcntl(p->to_fd, F_GETFL) | O_NONBLOCK);
+  fcntl(p->from_fd, F_SETFL, fcntl(p->from_fd, F_GETFL) | O_NONBLOCK);
   fcntl(p->err_fd, F_SETFL, fcntl(p->err_fd, F_GETFL) | O_NONBLOCK);
   return KEVO_OK;
 }
@@ -151,7 +152,32 @@ int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout
   *len = 0;
   if (p->from_fd < 0) return kevo_fail(err, KEVO_E_IO, "the strategy process has ended");
   long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+  long long spin_end = -1; /* set when the pipe is first found empty */
+  int slept = 0;
   for (;;) {
+    int rc = kevo_link_take(&p->in, KEVO_STRATPROC_MAX_FRAME, text, len, err);
+    if (rc) return rc;
+    if (*text) {
+      p->partial_since = 0;
+      /* a hit: it came within the spin (a yield that lasted longer did not help) */
+      if (spin_end > 0 && !slept) kevo_link_spun(&p->spin, kevo_link_now_ns() <= spin_end);
+      return KEVO_OK;
+    }
+    ssize_t r = kevo_link_fill(&p->in, p->from_fd);
+    if (r > 0) continue;
+    if (r == 0 || r == -2) {
+      if (p->err_fd >= 0) drain_stderr(p);
+      return kevo_fail(err, KEVO_E_IO, "the strategy process closed its pipe (it ended)");
+    }
+    if (p->in.len > 0 && !p->partial_since) p->partial_since = now_ms();
+    if (p->partial_since && now_ms() - p->partial_since > FRAME_COMPLETE_MS)
+      return kevo_fail(err, KEVO_E_PARSE,
+                       "the strategy process began a message and did not finish it");
+    if (spin_end < 0) spin_end = kevo_link_spin_until(&p->spin);
+    if (spin_end > 0 && kevo_link_now_ns() < spin_end) continue; /* the message may be close */
+    if (spin_end > 0 && !slept) kevo_link_spun(&p->spin, 0);
+    slept = 1;
+    /* asleep until a message (or stderr) comes, the clock looked at every second */
     struct pollfd pf[2] = {{.fd = p->from_fd, .events = POLLIN},
                            {.fd = p->err_fd, .events = POLLIN}};
     long long left = deadline < 0 ? 1000 : deadline - now_ms();
@@ -159,17 +185,7 @@ int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout
     int pr = poll(pf, p->err_fd >= 0 ? 2 : 1, (int)(left > 1000 ? 1000 : left));
     if (pr < 0 && errno != EINTR) return kevo_fail(err, KEVO_E_IO, "poll: %s", strerror(errno));
     if (pr > 0 && p->err_fd >= 0 && pf[1].revents) drain_stderr(p);
-    if (pr > 0 && pf[0].revents) {
-      int rc = kevo_frame_read_text(p->from_fd, text, len, KEVO_STRATPROC_MAX_FRAME,
-                                    FRAME_COMPLETE_MS, err);
-      if (rc == KEVO_E_IO) {
-        if (p->err_fd >= 0) drain_stderr(p);
-        kevo_fail(err, rc, "the strategy process closed its pipe (it ended)");
-      } else if (rc == KEVO_E_TIMEOUT) {
-        kevo_fail(err, KEVO_E_PARSE, "the strategy process began a message and did not finish it");
-      }
-      return rc;
-    }
+    if (pr > 0 && pf[0].revents) continue;
     if (deadline >= 0 && now_ms() >= deadline)
       return kevo_fail(err, KEVO_E_TIMEOUT, "no message from the strategy process in time");
   }
@@ -226,6 +242,7 @@ void kevo_stratproc_end(kevo_stratproc *p, int grace_ms, char *how, size_t how_l
   if (p->err_fd >= 0) drain_stderr(p);
   close_fd(&p->from_fd);
   close_fd(&p->err_fd);
+  kevo_link_free(&p->in);
   if (how && how_len) {
     if (!p->reaped)
       snprintf(how, how_len, "not started");

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proto.h"
 #include "status.h"
 
 enum {
@@ -33,6 +34,9 @@ typedef struct kevo_stratproc {
   pid_t pid; /* 0 once reaped */
   int to_fd, from_fd, err_fd;
   int wstatus, reaped;
+  kevo_link_buf in;        /* what was read of the process's messages */
+  kevo_link_spin spin;     /* how long to poll the pipe before sleeping (proto.h) */
+  long long partial_since; /* ms: when a message began that is not complete yet; 0: none */
   size_t errlen, errdropped;
   char err[KEVO_STRATPROC_ERR_CAP];
 } kevo_stratproc;
