@@ -31,6 +31,8 @@ has "evaluations 42 of 42 candidates: ok 23"
 has "LLM         14 calls, 69.8k tokens in, 14.9k out"
 has "measured    NVIDIA H200, sm_90, driver 13000"
 has "-> #$best1 tune 5.72x"
+has "verified    on held-out shapes M=1041,N=8150 M=3,N=77 (drawn for that evaluation), 1 stress trials"
+has "warning     reads %globaltimer (a timer): timing-dependent code"
 t "report last = run 2" 0 "$KEVO" report last --db "$db"
 has "run $run2: softmax with tune (failed)"
 has "no verified kernel"
@@ -50,6 +52,8 @@ assert s["llm"]["calls"] == 14 and s["llm"]["input_tokens"] > 0
 chain = [c["candidate"] for c in s["lineage"]]
 assert chain[-1] == best and chain[0] == 1, chain
 assert s["best"]["fingerprint"]["device"] == "NVIDIA H200"
+assert s["best"]["held_out"] == ["M=1041,N=8150", "M=3,N=77"] and s["best"]["stress_trials"] == 1
+assert s["best"]["warnings"][0].startswith("reads %globaltimer"), s["best"]["warnings"]
 print("ok   --json content")
 PY
 
@@ -103,6 +107,14 @@ assert '<td class="ln">37</td><td class="code">  for (int i = threadIdx.x; i &lt
 assert 'extern &quot;C&quot; __global__ void softmax_rows' in text
 assert text.count('data-candidate="') == 42, "lineage nodes"
 assert 'data-rows="42"' in text
+# held-out shapes, stress trials and warnings: the best kernel's, and every evaluation's
+assert "Verified on held-out shapes <b>M=1041,N=8150, M=3,N=77</b>" in text
+assert "1 stress trial, inputs' seed secret" in text
+assert '<li>warning: reads %globaltimer (a timer): timing-dependent code</li>' in text
+assert '<li>warning: ' + esc + '</li>' in text, "the hostile warning, escaped"
+assert text.count('<td class="held">M=') == 42, "a held-out cell per candidate"
+assert text.count('<td class="warn" data-v="1">') + text.count('<td class="warn" data-v="2">') == 11
+assert '<th>held-out shapes</th><th data-type="n">warnings</th>' in text
 # the chart data block cannot end early: no '<' inside it
 data = re.search(r'<script type="application/json" id="kevo-data">(.*?)</script>', text, re.S).group(1)
 assert "<" not in data and ">" not in data

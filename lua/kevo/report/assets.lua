@@ -54,6 +54,9 @@ table.grid th.asc::after { content: " \25B2"; } table.grid th.desc::after { cont
 table.grid td.n { text-align: right; font-variant-numeric: tabular-nums; }
 table.grid td.msg { max-width: 420px; overflow-wrap: anywhere; color: #475467; }
 table.grid td.knobs { font: 11px ui-monospace, monospace; overflow-wrap: anywhere; max-width: 220px; }
+table.grid td.held { font: 11px ui-monospace, monospace; white-space: nowrap; }
+table.grid td.warn { font-size: 11px; color: #b54708; max-width: 260px; overflow-wrap: anywhere; }
+ul.warnings { color: #b54708; margin: 4px 0 8px; }
 table.grid tr.best { background: #eff6ff; }
 .synthetic { font-weight: 600; color: var(--bad); border: 1px solid var(--bad); padding: 6px 10px; }
 .status { font-weight: 600; } .s-done { color: var(--ok); } .s-failed, .s-killed { color: var(--bad); }

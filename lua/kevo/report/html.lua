@@ -85,10 +85,27 @@ local function lineage_tree(m)
   return table.concat(out, "\n"), count
 end
 
+-- What an evaluation was checked on beyond the recipe's shapes, and what the artifact scan found
+-- (docs/worker.md): held-out shape labels, stress trials, warnings.
+local function checks_of(e)
+  local res = (e or {}).result or {}
+  local v = type(res.verify) == "table" and res.verify or {}
+  local held = type(v.held_out) == "table" and v.held_out or {}
+  local warns = type(res.warnings) == "table" and res.warnings or {}
+  return held, math.tointeger(v.stress_trials) or 0, warns, v.seed
+end
+
+local function list_cell(items)
+  local out = {}
+  for _, s in ipairs(items) do out[#out + 1] = esc(s) end
+  return table.concat(out, "<br>")
+end
+
 local function candidate_table(m)
   local rows = {}
   for _, c in ipairs(m.candidates) do
     local e = c.eval or {}
+    local held, _, warns = checks_of(e)
     rows[#rows + 1] = table.concat{
       ('<tr class="%s">'):format(m.best and c.id == m.best.candidate and "best" or ""),
       ('<td data-v="%d">%d</td>'):format(c.id, c.id),
@@ -104,6 +121,8 @@ local function candidate_table(m)
         num(e.roofline_pct, "%.1f%%")),
       ('<td class="knobs">%s</td>'):format(
         esc(c.knobs and next(c.knobs) and json.encode(c.knobs) or "")),
+      ('<td class="held">%s</td>'):format(list_cell(held)),
+      ('<td class="warn" data-v="%d">%s</td>'):format(#warns, list_cell(warns)),
       ('<td class="msg">%s</td>'):format(esc(e.message)),
       "</tr>",
     }
@@ -221,10 +240,23 @@ function M.render(m)
 
   if b then
     local c = b.candidate_row or {}
+    local held, stress, warns, seed = checks_of(b)
+    local checks = {}
+    if #held > 0 or stress > 0 then
+      checks[#checks + 1] = ('<p class="meta checks">Verified on held-out shapes <b>%s</b> '
+        .. "(drawn for that evaluation, never shown to the model), %d stress trial%s, inputs' "
+        .. "seed %s.</p>"):format(#held > 0 and esc(table.concat(held, ", ")) or "none",
+          stress, stress == 1 and "" or "s", esc(tostring(seed or "given")))
+    end
+    if #warns > 0 then
+      checks[#checks + 1] = '<ul class="warnings">'
+      for _, w in ipairs(warns) do checks[#checks + 1] = "<li>warning: " .. esc(w) .. "</li>" end
+      checks[#checks + 1] = "</ul>"
+    end
     add((
       "<section><h2>Best kernel: candidate #%d</h2><p class=\"meta\">%s, %s, evaluation %d: %s, "
       .. "median %s, %s of roofline, %s. "
-         .. "Knobs <code>%s</code>. Lineage: %s.</p><p class=\"meta\">%s</p>%s</section>")
+         .. "Knobs <code>%s</code>. Lineage: %s.</p><p class=\"meta\">%s</p>%s%s</section>")
         :format(b.candidate, esc(c.origin), esc(c.lang), b.id,
           esc(report.fmt_num(b.speedup, "%.2fx")),
                 esc(report.fmt_num(b.median_ms, "%.4f ms")),
@@ -236,7 +268,7 @@ function M.render(m)
                   esc(m.synthetic)
                                  .. ", not measured on a GPU.")
                   or ("Measured on " .. esc(report.fingerprint_line(b)) .. "."),
-                source_block(c.source)))
+                table.concat(checks), source_block(c.source)))
   end
 
   local tree, nodes = lineage_tree(m)
@@ -252,7 +284,8 @@ function M.render(m)
        .. '<th data-type="n">#</th><th '
          .. 'data-type="n">parent</th><th>origin</th><th>verdict</th><th>stage</th>'
        .. '<th data-type="n">speed-up</th><th data-type="n">median ms</th><th '
-         .. 'data-type="n">roofline</th><th>knobs</th><th>message</th>'
+         .. 'data-type="n">roofline</th><th>knobs</th><th>held-out shapes</th>'
+       .. '<th data-type="n">warnings</th><th>message</th>'
        .. "</tr></thead><tbody>%s</tbody></table></section>"):format(nrows, rows))
 
   add('<section><h2>Measurement fingerprints</h2><table '
