@@ -15,7 +15,8 @@ trap 'rm -rf "$tmp"' EXIT
 model=examples/cost_model.lua
 export KEVO_EVALUATOR="model:$PWD/$model"
 
-echo "== ctx calls, microseconds each (20000 calls after 500 warm-up) =="
+# wake-ups dominate on an idle machine, CPU contention on a busy one: every figure needs its load
+echo "== ctx calls, microseconds each (20000 calls after 500 warm-up); load average $(cut -d' ' -f1-3 /proc/loadavg) =="
 "$kevo" run recipes/softmax.yaml --strategy bench/ctx_roundtrip.lua --db "$tmp/kevo.db" \
   --out "$tmp/out" 2>&1 | sed -n 's/^ROUNDTRIP_US //p' > "$tmp/remote.txt"
 "$kevo" script bench/ctx_roundtrip_inproc.lua recipes/softmax.yaml "$model" \
