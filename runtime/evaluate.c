@@ -141,6 +141,17 @@ size_t evaluator_workers(const evaluator *ev) {
 }
 
 /* NVRTC wants a bare file name for diagnostics. */
+/* Seconds on CLOCK_MONOTONIC, the clock of eval_config.start_by (and of kevo.clock). */
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int past(double start_by) {
+  return start_by > 0 && mono_s() >= start_by;
+}
+
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
@@ -749,6 +760,13 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
   pthread_mutex_unlock(&ev->mu);
   eval_deadline_of(req, ncand, isnan(copy) ? 0 : copy, ref_ms, &dl);
   double deadline = ev->cfg.deadline_s > 0 ? ev->cfg.deadline_s : dl.s;
+  /* under a batch's start_by: no later than EVAL_START_BY_OVERRUN_S past it */
+  int run_bound = 0;
+  if (ev->cfg.start_by > 0) {
+    double left = ev->cfg.start_by + EVAL_START_BY_OVERRUN_S - mono_s();
+    if (left < 0.05) left = 0.05;
+    if (left < deadline) deadline = left, run_bound = 1;
+  }
   int wrc;
   if (ev->torch_key[0]) {
     wrc = torch_request(ev, sl, req, blobs, (size_t)ncand, deadline, &reply, &err);
@@ -759,7 +777,12 @@ static cJSON *judge(evaluator *ev, eval_slot *sl, const eval_candidate *cand, bu
   blobs[ncand] = (kevo_blob){ev->ref_mod->cubin, ev->ref_mod->cubin_size};
   wrc = sl->t->ops->request(sl->t->self, req, blobs, (size_t)ncand + 1, deadline, &reply, &err);
 judged:
-  if (wrc == KEVO_E_TIMEOUT) {
+  if (wrc == KEVO_E_TIMEOUT && run_bound) {
+    set_verdict(res, "not_evaluated", "verify",
+                "not evaluated: the run's time ran out while it was being judged (the worker "
+                "was stopped %.1f s past the deadline and replaced)",
+                EVAL_START_BY_OVERRUN_S);
+  } else if (wrc == KEVO_E_TIMEOUT) {
     set_verdict(res, "timeout", "verify",
                 "no result within %.0f s (%s): the kernel probably never finishes (the worker was "
                 "killed and replaced)",
@@ -898,17 +921,6 @@ static void compile_group(compile_pipe *cp, size_t from, size_t to) {
     cp->bs[which[j]].cerr = errs[j];
   }
   free(errs);
-}
-
-/* Seconds on CLOCK_MONOTONIC, the clock of eval_config.start_by (and of kevo.clock). */
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int past(double start_by) {
-  return start_by > 0 && mono_s() >= start_by;
 }
 
 static void *compile_main(void *arg) {

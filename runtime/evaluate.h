@@ -34,6 +34,10 @@ typedef struct eval_candidate {
 } eval_candidate;
 
 enum { EVAL_MIN_TRIALS = 5 }; /* design.md "Verify": at least 5 trials */
+/* A candidate under way when a batch's start_by passes may go on this long past it; then its
+ * worker is stopped and it is not_evaluated too: a run's --time holds within this, whatever a
+ * kernel does (a hang would otherwise hold the run for the worker's whole deadline). */
+#define EVAL_START_BY_OVERRUN_S 1.5
 
 typedef struct eval_config {
   const char *arch;  /* NULL: cuda_default_arch() */

@@ -159,6 +159,17 @@ res = hang:evaluate(good)
 check(res.ok, "after a timeout the next candidate is judged by a fresh worker")
 check(hang:stats().kills == 1 and hang:stats().spawns == 2, "one kill, one respawn")
 
+-- a hang under way when a batch's start_by passes holds the run only 1.5 s past it
+local hang2 <close> = assert(evaluator.new{recipe = recipe, deadline_s = 30,
+                                           worker = fake .. "hang-once " .. tmp .. "hang2"})
+hang2:device() -- the worker is up: the candidate starts well before start_by
+t0 = kevo.clock()
+local cut = hang2:evaluate_many({good}, {start_by = t0 + 1})[1]
+check(cut.verdict == "not_evaluated" and kevo.clock() - t0 < 6,
+      "a hang past start_by: not_evaluated in " .. (kevo.clock() - t0) .. " s, not the 30 s deadline")
+has(cut.message, "ran out while it was being judged", "the stopped candidate's message")
+check(hang2:evaluate(good).ok, "the next candidate is judged by a fresh worker")
+
 local crash <close> = with_worker("crash-once")
 res = crash:evaluate(good)
 check(res.verdict == "crash", "crash verdict")
