@@ -300,11 +300,16 @@ local function check_candidate(c, i)
   end
 end
 
+-- The archive id of a parent (an id, an entry or a candidate); nil for none, and for the
+-- negative ids of entries that name no candidate (not evaluated, a replay's miss).
 local function parent_id(p)
-  if p == nil then return nil end
-  if type(p) == "number" then return p end
-  if type(p) == "table" then return p.id or (p.candidate and p.candidate.id) end
-  return nil
+  local id
+  if type(p) == "number" then
+    id = p
+  elseif type(p) == "table" then
+    id = p.id or (p.candidate and p.candidate.id)
+  end
+  return math.type(id) == "integer" and id > 0 and id or nil
 end
 
 local LEVELS
@@ -372,11 +377,12 @@ end
 
 -- kevo.clock's time at which the run's --time ends (nil: no --time), for the evaluator: a
 -- candidate of a batch not started by then is not evaluated, so a batch handed over just
--- before the deadline does not run past it.
+-- before the deadline does not run past it. (The evaluator's clock is kevo.clock's; the
+-- context's own may be another, a test's.)
 function Ctx:_start_by()
   local o = private[self].opts
   if not o.time_s then return nil end
-  return self._live_t0 + (o.time_s - self._time_base)
+  return require("kevo").clock() + (o.time_s - self:_now())
 end
 
 -- Evaluates the batch live; with an archive, records its candidates, evaluations and journal
@@ -572,8 +578,10 @@ function Ctx:evaluate(cands, opts)
   for j, cand in ipairs(todo) do
     local r = results[j]
     if ids[j] == false then
-      -- --time ended the batch first: handed back with its verdict, and nothing else
-      r.candidate, r.ok = cand, false
+      -- --time ended the batch first: handed back with its verdict and an id of no candidate
+      -- (negative, as a replay's miss: a strategy may key tables by id), nothing else
+      self._offline_id = self._offline_id - 1
+      r.id, r.candidate, r.ok = self._offline_id, cand, false
       entries[j] = r
       late = late or r
     else

@@ -122,7 +122,7 @@ M.knobs_key = knobs_key
 -- Sort order for entries: higher score first, then earlier evaluation (stable, deterministic).
 function M.better(a, b)
   if a.score ~= b.score then return (a.score or -math.huge) > (b.score or -math.huge) end
-  return a.n < b.n
+  return (a.n or math.huge) < (b.n or math.huge) -- one --time left unevaluated has no n
 end
 
 -- Text for the next prompt about an entry: its verdict, message, timing and the evaluator's

@@ -239,7 +239,8 @@ return {name = "bigbatch", run = function(ctx)
   for i, r in ipairs(got) do
     if r.verdict == "not_evaluated" then
       n_late = n_late + 1
-      assert(r.id == nil and not r.ok and r.message:find("time ran out", 1, true), r.message)
+      assert(r.id < 0 and not r.ok and r.message:find("time ran out", 1, true), r.message)
+      ids[#ids + 1] = i .. "=" .. r.id .. ":late"
     else
       n_ok = n_ok + 1
       ids[#ids + 1] = i .. "=" .. r.id .. ":" .. r.verdict
