@@ -1,24 +1,32 @@
-// Class 9: slows the reference with state the L2 reset cannot clear, the chip's power and
-// clocks. Its answer is the reference's own tiled kernel (honest); at the benchmark shape a
-// second kernel then runs the tensor cores (even warps, on operands that change every step) and
-// the FMA units (odd warps) flat out for BURN loop iterations (about 10 ms), so the board goes
-// over its power limit and the SM clock is cut; the reference, timed right after it in half of the timing loop's pairs, runs on the cut
-// clock. Its time alone, measured at the start on a cool idle chip, is the yardstick: the drift
-// check sees the reference slower among the candidate's repetitions than alone and takes the
-// speed-up against its time alone, with a warning: `ok`, drift flagged.
+// Class 9, by power: tries to slow the reference with state the L2 reset cannot clear, the
+// chip's power and clocks. Its answer is the reference's own tiled kernel (honest); at the
+// benchmark shape a second kernel then runs every unit flat out for BURN loop iterations (about
+// 12 ms at the default): a third of the warps the tensor cores (bf16 mma on operands that change
+// every step), a third the FMA units, a third stream a 1 GiB scratch buffer through HBM (knob
+// MEM=0 leaves them idle). Were the board driven over its power limit, the SM clock would be cut
+// and the reference, timed right after it in half of the timing loop's pairs, would run slower
+// than alone: the drift check would flag it and take the speed-up against its time alone. On
+// the H200 (700 W) it is not: the SM clock stayed at 1980 MHz and the reference's drift was
+// 0.02% to 0.05% (docs/worker.md, "Threat model"), so it is `ok` with no drift, a control
+// that the drift check does not fire on a slow, hot but honest kernel.
 /* kevo:launch
+local big = M == 4096 and N == 4096 and K == 4096
 return {
   kernels = {
     {name = "matmul_bf16", grid = {cdiv(N, 16), cdiv(M, 16)}, block = {16, 16},
      args = {"A", "B", "C", i32(M), i32(N), i32(K)}},
-    {name = "burn", grid = {1056}, block = {256}, args = {i32(M), i32(N), i32(K), "C"}},
+    {name = "burn", grid = {1056}, block = {384}, args = {i32(M), i32(N), i32(K), "C", "junk"}},
   },
+  scratch = {junk = {bytes = big and 1073741824 or 16, zero = false}},
 }
 */
 #include <cuda_bf16.h>
 
 #ifndef BURN
 #define BURN 60000
+#endif
+#ifndef MEM
+#define MEM 1
 #endif
 #define T 16
 
@@ -41,14 +49,15 @@ extern "C" __global__ void matmul_bf16(const __nv_bfloat16* A, const __nv_bfloat
   if (row < M && col < N) C[(long long)row * N + col] = __float2bfloat16(acc);
 }
 
-// Tensor-core work whose result nobody reads (it reaches C only if it is a value no run
-// gives): only at the benchmark shape, so verification stays quick.
-extern "C" __global__ void burn(int M, int N, int K, __nv_bfloat16* C) {
+// Work whose result nobody reads (it reaches C only if it is a value no run gives): only at
+// the benchmark shape, so verification stays quick.
+extern "C" __global__ void burn(int M, int N, int K, __nv_bfloat16* C, float4* junk) {
   if (M != 4096 || N != 4096 || K != 4096) return;
 #if __CUDA_ARCH__ >= 800
   unsigned s = threadIdx.x * 2654435761u + blockIdx.x;
+  const int role = (threadIdx.x >> 5) % 3;
   float x = 0;
-  if ((threadIdx.x >> 5) & 1) { // odd warps: the FMA pipe, beside the tensor cores
+  if (role == 1) { // the FMA pipe, beside the tensor cores
     float f[8], y = __uint_as_float(0x3f7ff000u | (s & 15u));
     for (int j = 0; j < 8; j++)
       f[j] = (float)(s + j);
@@ -58,7 +67,17 @@ extern "C" __global__ void burn(int M, int N, int K, __nv_bfloat16* C) {
         f[j] = fmaf(f[j], y, 1e-7f);
     for (int j = 0; j < 8; j++)
       x += f[j];
-  } else { // even warps: bf16 mma on operands that toggle every step (more power than constants)
+  } else if (role == 2) { // HBM: stream the scratch buffer, read and write
+    if (!MEM) return;
+    const long long n = (1ll << 30) / 16, stride = (long long)gridDim.x * 128;
+    const int mine = (threadIdx.x >> 5) / 3 * 32 + (threadIdx.x & 31); // 0 .. 127
+    long long at = (long long)blockIdx.x * 128 + mine;
+    for (int i = 0; i < BURN / 8; i++, at = (at + stride) % n) {
+      float4 v = junk[at];
+      v.x += 1.0f;
+      junk[at] = v;
+    }
+  } else { // the tensor cores: bf16 mma on operands that toggle every step
     unsigned a[4] = {s, s ^ 0x3c003c00u, s + 0x01000100u, s * 3u}, b[2] = {s >> 1, s ^ 0x3c00u};
     float d[4][4] = {};
     for (int i = 0; i < BURN; i++) {
