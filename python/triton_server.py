@@ -111,6 +111,7 @@ class Compiler:
         self.count = 0
         self.unchecked = False
         self.phases = Phases()
+        self.context = None  # an MLIR context made ahead of the request (prepare)
         self.triton_dir = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
 
     # --- in the child: source -> PTX ------------------------------------------------------
@@ -147,6 +148,23 @@ class Compiler:
                                f"Triton would compile text other than the function '{name}' "
                                "that was checked (a 'def' hidden in a string before it?)")
         return ns, {n: d.lineno for n, d in defs.items()}
+
+    def new_context(self, backend):
+        context = self.ir.context()
+        self.ir.load_dialects(context)
+        backend.load_dialects(context)
+        return context
+
+    def prepare(self, arch):
+        """In a compile process waiting for its request: the MLIR context with Triton's and the
+        NVIDIA backend's dialects loaded (the same for every request), off the critical path."""
+        m = re.fullmatch(r"sm_(\d+)a?", arch)
+        try:
+            if m and self.context is None:
+                target = self.GPUTarget("cuda", int(m[1]), 32)
+                self.context = self.new_context(self.make_backend(target))
+        except Exception:  # the compile makes its own, as it would have anyway
+            self.context = None
 
     def restricted_import(self, name, globals=None, locals=None, fromlist=(), level=0):
         if level or name not in triton_check.ALLOWED_IMPORTS:
@@ -192,9 +210,9 @@ class Compiler:
             metadata = {"target": target, **options.__dict__}
             stages = {}
             backend.add_stages(stages, options, src.language)
-            context = self.ir.context()
-            self.ir.load_dialects(context)
-            backend.load_dialects(context)
+            context, self.context = self.context, None  # one per compile
+            if context is None:
+                context = self.new_context(backend)
             module = src.make_ir(target, options, backend.get_codegen_implementation(options),
                                  backend.get_module_map(), context)
             mark("ast_to_ir")
@@ -454,6 +472,7 @@ class Zygote:
         self.paths = triton_sandbox.read_paths()
         self.pid = os.getpid()
         self.spare = None  # (pid, request fd, result fd) of the next compile process
+        self.arch = "sm_90"  # the server's own (warm_up)
 
     def warm_up(self, arch):
         """Everything Triton loads or runs lazily (LLVM, dialects, ptxas --version), once, here:
@@ -464,6 +483,7 @@ class Zygote:
                 get_ptxas(cc).version
             except Exception:
                 pass
+        self.arch = arch
         req = dict(WARMUP_REQ, arch=arch)
         ptx, md, extra = self.compiler.to_ptx(req)
         self.compiler.to_cubin(req, ptx, md, extra)
@@ -521,6 +541,7 @@ class Zygote:
         try:  # the CPU limit is the server's until the request names its deadline
             out, req_fd = triton_sandbox.confine([r_w, q_r], self.pid, self.limits, self.paths,
                                                  self.abi)
+            self.compiler.prepare(self.arch)
             write_frame(out, {"ready": True})  # what comes after the request is not trusted
         except BaseException as e:
             try:
