@@ -136,7 +136,8 @@ static int load_modules(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
 int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
   const cJSON *v = field(e->req, "verify"), *sh = field(e->req, "shapes");
   double trials, seed;
-  if (int_field(v, "trials", 1, 1000, 5, &trials) || int_field(v, "seed", 0, 9e15, 1, &seed))
+  if (int_field(v, "trials", 1, 1000, 5, &trials) ||
+      int_field(v, "seed", 0, 9007199254740992.0, 1, &seed))
     return wk_fail(e, "error", "verify", "request: verify.trials/seed out of range");
   e->trials = trials < 5 ? 5 : (int)trials; /* design.md: at least 5 */
   e->seed = (uint64_t)seed;
