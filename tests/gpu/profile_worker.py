@@ -18,20 +18,25 @@ N = 1 << 26          # floats in x and y (256 MiB each)
 SMALL = 1 << 20      # threads of the slow kernels
 
 
+def B(name):  # a buffer argument, as the plan format has it
+    return {"buf": name}
+
+
 def plans_known():
     n4 = N // 4
     return [
         ("reference", "reference", plan(1, "copy_vec4", [n4 // 256], [256],
-                                        ["x", "y", {"i64": n4}])),
-        ("copy", "candidate", plan(0, "copy_vec4", [n4 // 256], [256], ["x", "y", {"i64": n4}])),
+                                        [B("x"), B("y"), {"i64": n4}])),
+        ("copy", "candidate", plan(0, "copy_vec4", [n4 // 256], [256],
+                                   [B("x"), B("y"), {"i64": n4}])),
         ("bank", "candidate", plan(0, "bank_conflicts", [SMALL // 256], [256],
-                                   ["x", "y", {"i64": SMALL}])),
+                                   [B("x"), B("y"), {"i64": SMALL}])),
         ("registers", "candidate", plan(0, "register_heavy", [4 * SMALL // 256], [256],
-                                        ["x", "y", {"i64": 4 * SMALL}])),
+                                        [B("x"), B("y"), {"i64": 4 * SMALL}])),
         ("uncoalesced", "candidate", plan(0, "uncoalesced", [N // 32 // 256], [256],
-                                          ["x", "y", {"i64": N}])),
+                                          [B("x"), B("y"), {"i64": N}])),
         ("tensor", "candidate", plan(0, "tensor_mma", [132 * 8], [128],
-                                     ["h", "y", {"i32": 4096}])),
+                                     [B("h"), B("y"), {"i32": 4096}])),
     ]
 
 
