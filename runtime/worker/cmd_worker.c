@@ -95,7 +95,7 @@ static int worker_main(int argc, char **argv) {
                            !strcmp(op, "inputs") || !strcmp(op, "put_reference"));
     if (needs_gpu && !opened) {
       opened = 1;
-      if (kevo_gpu_open(ordinal, &gpu, &gerr)) gpu = NULL;
+      if (kevo_gpu_open(ordinal, 1, &gpu, &gerr)) gpu = NULL;
     }
     if (gpu) kevo_gpu_release_lent(gpu);
     if (!op) {

@@ -105,7 +105,7 @@ static int attr(kevo_gpu *g, CUdevice_attribute a) {
   return v;
 }
 
-int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
+int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
   *out = NULL;
   kevo_gpu *g = calloc(1, sizeof *g);
   if (!g) return kevo_fail(err, KEVO_E_NOMEM, "no memory for the worker");
@@ -148,9 +148,9 @@ int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err) {
   if (g->flush_bytes < ((size_t)64 << 20)) g->flush_bytes = (size_t)64 << 20;
   rc = gpu_check(g, DRV->cuMemAlloc(&g->flush, g->flush_bytes), "L2 flush buffer", err);
   if (!rc) rc = gpu_check(g, DRV->cuMemAlloc(&g->stats, 256), "stats buffer", err);
-  if (!rc) rc = measure_copy(g, err);
+  if (!rc && measure) rc = measure_copy(g, err);
   if (rc) goto fail;
-  measure_rates(g);
+  if (measure) measure_rates(g);
   char bus[64] = "";
   if (DRV->cuDeviceGetPCIBusId(bus, sizeof bus, g->dev) == CUDA_SUCCESS) {
     g->nvml = kevo_nvml_open(bus);

@@ -6,9 +6,11 @@
 #include "status.h"
 
 /* Loads the driver, opens device `ordinal`, makes its primary context current, sets the
- * context limits, compiles the worker's kernels and measures the copy bandwidth.
+ * context limits, compiles the worker's kernels and, when `measure` is set, measures the copy
+ * bandwidth and the arithmetic rates (the floors of a timing). The profile replay child opens
+ * with measure 0: it times nothing, and ncu would profile the probes' kernels too.
  * KEVO_E_NOGPU when there is no driver or no device; KEVO_E_CUDA for other failures. */
-int kevo_gpu_open(int ordinal, kevo_gpu **out, kevo_error *err);
+int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err);
 void kevo_gpu_close(kevo_gpu *g);
 
 /* The "device" object of a hello reply (name, cc, sms, mem_bytes, l2_bytes, driver,

@@ -71,7 +71,7 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal) {
     cJSON_AddStringToObject(man, "error", err.msg[0] ? err.msg : "cannot read the request");
     goto out;
   }
-  if (kevo_gpu_open(ordinal, &g, &err)) { /* 1 */
+  if (kevo_gpu_open(ordinal, 0, &g, &err)) { /* 1: no probes to time */
     cJSON_AddStringToObject(man, "error", err.msg);
     cJSON_AddBoolToObject(man, "no_gpu", err.status == KEVO_E_NOGPU);
     goto out;
