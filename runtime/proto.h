@@ -75,15 +75,15 @@ int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int t
 
 /* The strategy link's reader, for a non-blocking fd: each side reads whatever the pipe holds in
  * one read and takes whole frames out of it (the writer sends a frame in one writev, so the
- * reader wakes once per message). When the pipe is empty it first polls it with non-blocking
- * reads for up to KEVO_LINK_SPIN_US before it sleeps in poll: on an idle virtual machine a
- * process blocked in a read takes about 15 us to wake (a pipe ping-pong: 29-35 us a round trip
- * blocking, 1.1 us spinning), twice per ctx call, and the spin takes a ctx round trip from
- * 77 to 21 us (bench/ctx_roundtrip.sh, load 1.3). A spin that finds nothing within its time
- * makes the next waits sleep at once (2, 4, ... 64 of them), so a slow peer or busy CPUs cost
- * one spin in many; there is no sched_yield between polls (on a machine at load 20 that made
- * calls up to 10 times slower: the yielder loses the wake-up's priority). */
-enum { KEVO_LINK_SPIN_US = 100, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
+ * reader wakes once per message). When the pipe is empty it may first poll it with
+ * non-blocking reads for KEVO_LINK_SPIN_US before it sleeps in poll, so that an answer a few
+ * microseconds away does not cost a sleep and a wake-up; a spin that finds nothing within its
+ * time makes the next waits sleep at once (2, 4, ... 64 of them), so a slow peer or busy CPUs
+ * cost one spin in many. 0 (the setting): no spin. On this project's 2-CPU build machine,
+ * loaded with other work (load average 20), a 100 us spin made ctx calls up to 3 times slower
+ * (bench/ctx_roundtrip.sh), and up to 10 times with a sched_yield between polls: the spinner
+ * holds a CPU the peer is waiting for, or gives up the wake-up's priority. */
+enum { KEVO_LINK_SPIN_US = 0, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
 typedef struct kevo_link_spin {
   int misses, skip;
 } kevo_link_spin;
