@@ -233,7 +233,7 @@ static void finding(cJSON *list, const char *kind, double score, const char *fmt
   va_end(ap);
   cJSON *f = cJSON_CreateObject();
   cJSON_AddStringToObject(f, "kind", kind);
-  cJSON_AddNumberToObject(f, "score", round(score));
+  cJSON_AddNumberToObject(f, "score", score); /* rounded once ranked */
   cJSON_AddStringToObject(f, "text", text);
   cJSON_AddItemToArray(list, f);
 }
@@ -254,6 +254,57 @@ static void human_bytes(double b, char *out, size_t cap) {
     snprintf(out, cap, "%.1f MB", b / 1e6);
   else
     snprintf(out, cap, "%.0f KB", b / 1e3);
+}
+
+/* A finding that says why a general limit is reached (which pipe, which waste) is worth more
+ * to the reader than the limit itself: when both are found, the specific one ranks just above
+ * the general one, whatever their own scores. Several specifics of one general keep their own
+ * order among themselves. */
+static const struct {
+  const char *specific, *general;
+} explains[] = {
+    {"tensor_busy", "compute_bound"},    /* the tensor pipe is what the SMs are busy with */
+    {"tensor_idle", "compute_bound"},    /* the math runs on the slower pipes */
+    {"bank_conflicts", "compute_bound"}, /* replays fill the shared-memory pipe */
+    {"divergence", "compute_bound"},     /* idle lanes cost instructions */
+    {"uncoalesced", "dram_peak"},        /* most of the bytes moved are not used */
+    {"occupancy", "latency"},            /* too few warps to hide the latency */
+    {"small_grid", "latency"},
+};
+
+static cJSON *find_kind(cJSON **items, int n, const char *kind) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(eval_jstr(items[i], "kind"), kind)) return items[i];
+  return NULL;
+}
+
+/* The findings of list ordered most important first (scores lifted by `explains`, rounded),
+ * at most 6; returns list. */
+static cJSON *rank(cJSON *list) {
+  int n = cJSON_GetArraySize(list);
+  cJSON **items = calloc((size_t)(n ? n : 1), sizeof *items);
+  for (int i = 0; items && i < n; i++)
+    items[i] = cJSON_DetachItemFromArray(list, 0);
+  for (size_t r = 0; items && r < sizeof explains / sizeof explains[0]; r++) {
+    cJSON *gen = find_kind(items, n, explains[r].general);
+    for (int i = 0; gen && i < n; i++) {
+      if (strcmp(eval_jstr(items[i], "kind"), explains[r].specific)) continue;
+      double own = eval_jnum(items[i], "score"), above = eval_jnum(gen, "score") + 1 + own / 1000;
+      if (own < above)
+        cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(items[i], "score"), above);
+    }
+  }
+  if (items) qsort(items, (size_t)n, sizeof *items, by_score);
+  for (int i = 0; items && i < n; i++) {
+    cJSON *score = cJSON_GetObjectItemCaseSensitive(items[i], "score");
+    cJSON_SetNumberValue(score, round(score->valuedouble));
+    if (i < 6)
+      cJSON_AddItemToArray(list, items[i]);
+    else
+      cJSON_Delete(items[i]);
+  }
+  free(items);
+  return list;
 }
 
 cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
@@ -302,7 +353,8 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
               "per block or more threads per block",
               num(s, "shared_per_block"), num(s, "blocks_per_sm"), theo, occ);
   }
-  if (!isnan(sm) && sm >= 60 && (isnan(dram) || dram < 60)) {
+  int compute_bound = !isnan(sm) && sm >= 60 && (isnan(dram) || dram < 60);
+  if (compute_bound) {
     finding(list, "compute_bound", 45 + (sm - 60) / 2,
             "compute-bound: the SMs at %.0f%% of their peak throughput, DRAM at %.0f%%", sm,
             isnan(dram) ? 0 : dram);
@@ -312,8 +364,16 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
               "matrix math with mma/wgmma (16-bit or TF32 inputs)",
               tensor);
   }
-  if (!isnan(tensor) && tensor >= 30)
-    finding(list, "tensor_busy", 30 + tensor / 4, "tensor cores busy %.0f%% of cycles", tensor);
+  if (!isnan(tensor) && tensor >= 30) {
+    if (compute_bound)
+      finding(list, "tensor_busy", 30 + tensor / 4,
+              "compute-bound on the tensor cores: busy %.0f%% of cycles, the SMs at %.0f%% of "
+              "peak: keep them fed (operands staged in shared memory, fewer other instructions "
+              "per MMA) or use a faster form (wgmma on sm_90, lower precision)",
+              tensor, sm);
+    else
+      finding(list, "tensor_busy", 30 + tensor / 4, "tensor cores busy %.0f%% of cycles", tensor);
+  }
   if (!isnan(waves) && waves > 0 && waves < 1 && (isnan(dram) || dram < 60))
     finding(list, "small_grid", 45,
             "the grid fills only %.2f waves of the GPU (%.0f blocks): launch more blocks (smaller "
@@ -341,20 +401,7 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
     }
     finding(list, "stalls", 25, "warps stall on: %s", text);
   }
-  /* ranked: the highest score first, at most 6 */
-  int n = cJSON_GetArraySize(list);
-  cJSON **items = calloc((size_t)(n ? n : 1), sizeof *items);
-  for (int i = 0; items && i < n; i++)
-    items[i] = cJSON_DetachItemFromArray(list, 0);
-  if (items) qsort(items, (size_t)n, sizeof *items, by_score);
-  for (int i = 0; items && i < n; i++) {
-    if (i < 6)
-      cJSON_AddItemToArray(list, items[i]);
-    else
-      cJSON_Delete(items[i]);
-  }
-  free(items);
-  return list;
+  return rank(list);
 }
 
 /* ---- the result's profile object, and its texts ------------------------------------------ */

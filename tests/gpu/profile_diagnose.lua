@@ -15,7 +15,7 @@ local want = {
   bank = {kind = "bank_conflicts", within = 1, bound = "memory"},
   registers = {kind = "occupancy", within = 2, bound = "memory"},
   uncoalesced = {kind = "uncoalesced", within = 1, bound = "memory"},
-  tensor = {kind = "tensor_busy", within = 2, bound = "compute"},
+  tensor = {kind = "tensor_busy", within = 1, bound = "compute"},
 }
 local order = {"reference", "copy", "bank", "registers", "uncoalesced", "tensor"}
 local bad = 0
