@@ -253,11 +253,36 @@ function M.text(m)
   return table.concat(out, "\n") .. "\n"
 end
 
-local PROFILE_FIGS = {{"time_ms", "kernel ms", "%.4f"}, {"dram_pct", "DRAM %", "%.1f"},
-  {"l2_hit_pct", "L2 hit %", "%.1f"}, {"sm_pct", "SM %", "%.1f"},
-  {"occupancy_pct", "occupancy %", "%.1f"}, {"registers", "registers", "%d"},
-  {"bank_conflict_pct", "bank confl. %", "%.1f"}, {"ld_efficiency_pct", "load eff. %", "%.1f"},
-  {"tensor_pct", "tensor %", "%.1f"}}
+-- The figures of a profile summary (docs/profile.md) a report shows, in order: key, the short
+-- label of the terminal, format, the long label of the HTML page; the page shows them all, the
+-- terminal those marked short.
+local PROFILE_FIGS = {
+  {"time_ms", "kernel ms", "%.4f", "kernel time (ms, under the profiler)", short = true},
+  {"dram_pct", "DRAM %", "%.1f", "DRAM throughput (% of peak)", short = true},
+  {"dram_bytes", "DRAM MB", "%.1f", "DRAM bytes moved (MB)", scale = 1e-6},
+  {"l2_hit_pct", "L2 hit %", "%.1f", "L2 hit rate (%)", short = true},
+  {"sm_pct", "SM %", "%.1f", "SM throughput (% of peak)", short = true},
+  {"occupancy_pct", "occupancy %", "%.1f", "achieved occupancy (%)", short = true},
+  {"theoretical_pct", "theor. occ. %", "%.1f", "theoretical occupancy (%)"},
+  {"registers", "registers", "%d", "registers per thread", short = true},
+  {"waves", "waves", "%.2f", "waves per SM"},
+  {"bank_conflict_pct", "bank confl. %", "%.1f", "shared-memory bank conflicts (% of wavefronts)",
+   short = true},
+  {"ld_efficiency_pct", "load eff. %", "%.1f", "global load: bytes used per sector (%)",
+   short = true},
+  {"st_efficiency_pct", "store eff. %", "%.1f", "global store: bytes used per sector (%)"},
+  {"threads_per_inst", "threads/inst", "%.1f", "active threads per instruction (of 32)"},
+  {"tensor_pct", "tensor %", "%.1f", "tensor cores busy (% of cycles)", short = true},
+}
+M.PROFILE_FIGS = PROFILE_FIGS
+
+-- profile_value(summary, fig): the figure as text, or nil when the summary lacks it.
+function M.profile_value(s, f)
+  local v = type(s) == "table" and s[f[1]] or nil
+  if type(v) ~= "number" then return nil end
+  v = v * (f.scale or 1)
+  return f[3] == "%d" and tostring(math.floor(v)) or f[3]:format(v)
+end
 
 -- profile_lines(m, add): each profiled candidate's figures beside its timing, against the
 -- reference and its parent (when the parent was profiled too), and its diagnosis' first line.
@@ -286,13 +311,12 @@ function M.profile_lines(m, add)
         local row, any = {("      %-14s"):format(f[2])}, false
         for _, col in ipairs(cols) do
           if col[2] then
-            local v = col[2][f[1]]
+            local v = M.profile_value(col[2], f)
             any = any or v ~= nil
-            row[#row + 1] = ("%12s"):format(type(v) == "number" and
-              (f[3] == "%d" and tostring(math.floor(v)) or f[3]:format(v)) or "-")
+            row[#row + 1] = ("%12s"):format(v or "-")
           end
         end
-        if any then add("%s", table.concat(row)) end
+        if any and f.short then add("%s", table.concat(row)) end
       end
       local d = (p.diagnosis or {})[1]
       if d then add("      1. %s", tostring(d.text)) end

@@ -4,6 +4,7 @@
 -- (a closing script tag, markup, quotes) sits in sources, messages and knobs on purpose.
 -- Prints "run <id> best <candidate>" lines the tests read.
 local archive = require "kevo.archive"
+local json = require "kevo.json"
 local path = assert(arg[1], "usage: report_fixture.lua DB")
 local db = assert(archive.open(path))
 
@@ -65,6 +66,7 @@ local verdicts = {"ok", "ok", "wrong", "ok", "compile_error", "ok", "timeout", "
                   "ok", "nondeterministic", "ok", "implausible", "ok", "launch_error", "ok"}
 local ref_ms = 1.6
 local ids, best_id, best_speed = {}, nil, 0
+local parent_of, speed_of = {}, {}
 local t_tokens = 0
 for i = 1, 42 do
   -- every third candidate comes from an LLM call that costs tokens
@@ -87,6 +89,7 @@ for i = 1, 42 do
   ids[i] = c
   local ok = verdict == "ok"
   local speed = ok and (0.8 + i / 12 + (i == 41 and 1.5 or 0)) or nil
+  parent_of[c], speed_of[c] = parent, speed
   local ms = speed and ref_ms / speed
   local bytes = 2 * 16384 * 8192 * 4
   local result = {
@@ -116,6 +119,31 @@ for i = 1, 42 do
   db:eval_add{candidate = c, stage = result.stage, verdict = verdict, ok = ok, result = result,
               fingerprint = fingerprint(40 + i % 7)}
 end
+-- ctx:profile's journal entries (docs/profile.md): the fastest verified candidate whose parent
+-- verified too, profiled with its parent (one diagnosis text hostile), and a failed profile
+local prof, pspeed = nil, 0
+for c, sp in pairs(speed_of) do
+  if parent_of[c] and speed_of[parent_of[c]] and sp > pspeed then prof, pspeed = c, sp end
+end
+local function summary(dram, ms, tensor)
+  return {time_ms = ms, kernels = 1, dram_pct = dram, dram_bytes = 1.07e9, l2_hit_pct = 12.5,
+          sm_pct = 31.5, occupancy_pct = 88.2, theoretical_pct = 100, limiter = "none",
+          registers = 32, waves = 6.2, ld_efficiency_pct = 100, tensor_pct = tensor}
+end
+local diag = {{kind = "dram_peak", score = 76,
+               text = "memory-bound at 91% of DRAM bandwidth (1.07 GB moved): nothing left " ..
+                 "to win here but moving fewer bytes"},
+              {kind = "stalls", score = 25, text = "warps stall on: " .. HOSTILE}}
+db:journal_append(run, "profile", json.encode{ids = {parent_of[prof], prof}, reference = true},
+  json.encode{t = 1.5, profiles = {
+    {ok = true, tool = "ncu", ms = 2400, candidate = summary(72.4, 0.31, 0),
+     reference = summary(60.1, 1.58), diagnosis = {{kind = "latency", score = 35,
+       text = "latency-bound: neither DRAM (72%) nor the SMs (31%) are busy"}}},
+    {ok = true, tool = "ncu", ms = 2400, candidate = summary(91.3, 0.2777),
+     reference = summary(60.1, 1.58), diagnosis = diag}}})
+db:journal_append(run, "profile", json.encode{ids = {ids[1]}, reference = true},
+  json.encode{t = 2.5, profiles = {{ok = false, tool = "ncu", reason = "permission",
+    error = "E_UNSUPPORTED: ==ERROR== ERR_NVGPUCTRPERM"}}})
 db:run_finish(run, "done")
 print(("run %d best %d"):format(run, best_id))
 
@@ -130,4 +158,5 @@ for i = 1, 3 do
 end
 db:run_finish(run2, "failed")
 print(("run %d best none"):format(run2))
+print(("profiled %d parent %d failed %d"):format(prof, parent_of[prof], ids[1]))
 db:close()

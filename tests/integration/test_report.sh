@@ -21,6 +21,7 @@ db=$tmp/kevo.db
 "$KEVO" script "$KEVO_SRC/tests/integration/report_fixture.lua" "$db" >"$tmp/fixture" || { echo "FAIL: fixture"; exit 1; }
 read -r _ run1 _ best1 < <(sed -n 1p "$tmp/fixture")
 read -r _ run2 _ _ < <(sed -n 2p "$tmp/fixture")
+read -r _ prof _ pparent _ pfail < <(sed -n 3p "$tmp/fixture")
 
 t "report run" 0 "$KEVO" report "$run1" --db "$db"
 has "run $run1: softmax with evolve (done)"
@@ -33,6 +34,13 @@ has "measured    NVIDIA H200, sm_90, driver 13000"
 has "-> #$best1 tune 5.72x"
 has "verified    on held-out shapes M=1041,N=8150 M=3,N=77 (drawn for that evaluation), 1 stress trials"
 has "warning     reads %globaltimer (a timer): timing-dependent code"
+# profiles (ctx:profile's journal entries): figures beside the timing, against the reference and
+# the parent, the first finding; a failed profile says why
+has "profiles    3 candidates profiled (Nsight Compute)"
+has "                       candidate   reference  parent #$pparent"
+has "      DRAM %                91.3        60.1        72.4"
+has "      1. memory-bound at 91% of DRAM bandwidth (1.07 GB moved)"
+has "      no profile: E_UNSUPPORTED: ==ERROR== ERR_NVGPUCTRPERM"
 t "report last = run 2" 0 "$KEVO" report last --db "$db"
 has "run $run2: softmax with tune (failed)"
 has "no verified kernel"
@@ -71,7 +79,7 @@ t "unwritable page" 1 "$KEVO" report "$run1" --db "$db" --html "$tmp/no/such/dir
 page=$tmp/r.html
 t "report --html" 0 "$KEVO" report "$run1" --db "$db" --html "$page"
 has "page: $page"
-python3 - "$page" "$best1" <<'PY' || fail=1
+python3 - "$page" "$best1" "$prof" "$pparent" "$pfail" <<'PY' || fail=1
 import html.parser, re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
@@ -120,7 +128,24 @@ data = re.search(r'<script type="application/json" id="kevo-data">(.*?)</script>
 assert "<" not in data and ">" not in data
 import json; d = json.loads(data)
 assert len(d["evals"]) == 42 and sum(1 for e in d["evals"] if e.get("s") is not None) == 23
-print("ok   html well-formed, self-contained, escaped")
+# profiles beside the timings: the candidate against the reference and its parent
+prof, parent, failed = sys.argv[3], sys.argv[4], sys.argv[5]
+sec = re.search(r'<section id="profiles">(.*?)</section>', text, re.S).group(1)
+assert sec.count('<div class="profile"') == 3, "a block per profiled candidate"
+blk = re.search(r'data-profile="%s"><h3>(.*?)</div>' % prof, sec, re.S).group(1)
+assert ('<tr><th></th><th>candidate #%s</th><th>reference</th><th>parent #%s</th></tr>'
+        % (prof, parent)) in blk, blk[:400]
+assert ('<tr><th>DRAM throughput (% of peak)</th><td class="n">91.3</td><td class="n">60.1</td>'
+        '<td class="n">72.4</td></tr>') in blk
+assert re.search(r'<tr><th>speed-up \(timed\)</th><td class="n">[0-9.]+x</td>'
+                 r'<td class="n">1.00x</td><td class="n">[0-9.]+x</td></tr>', blk), "timings"
+assert '<li data-kind="dram_peak">memory-bound at 91% of DRAM bandwidth' in blk
+assert '<li data-kind="stalls">warps stall on: ' + esc + '</li>' in blk, "hostile finding escaped"
+fb = re.search(r'data-profile="%s"><h3>(.*?)</div>' % failed, sec, re.S).group(1)
+assert "No profile: E_UNSUPPORTED: ==ERROR== ERR_NVGPUCTRPERM." in fb, fb
+assert '<th>message</th><th>profile</th>' in text
+assert text.count('<td class="prof" title="memory-bound at 91%') == 1, "candidates table cell"
+print("ok   html well-formed, self-contained, escaped, profiles")
 PY
 
 exit $fail

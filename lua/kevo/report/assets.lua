@@ -57,6 +57,11 @@ table.grid td.knobs { font: 11px ui-monospace, monospace; overflow-wrap: anywher
 table.grid td.held { font: 11px ui-monospace, monospace; white-space: nowrap; }
 table.grid td.warn { font-size: 11px; color: #b54708; max-width: 260px; overflow-wrap: anywhere; }
 ul.warnings { color: #b54708; margin: 4px 0 8px; }
+.profile { margin: 12px 0 20px; } .profile h3 { margin: 0 0 2px; font-size: 15px; }
+table.grid.prof { width: auto; } table.grid.prof th { position: static; cursor: default; }
+table.grid.prof tbody th { font-weight: 400; color: var(--muted); }
+ol.diagnosis { margin: 6px 0 0; padding-left: 22px; } ol.diagnosis li:first-child { font-weight: 600; }
+table.grid td.prof { font: 11px ui-monospace, monospace; white-space: nowrap; }
 table.grid tr.best { background: #eff6ff; }
 .synthetic { font-weight: 600; color: var(--bad); border: 1px solid var(--bad); padding: 6px 10px; }
 .status { font-weight: 600; } .s-done { color: var(--ok); } .s-failed, .s-killed { color: var(--bad); }

@@ -101,6 +101,92 @@ local function list_cell(items)
   return table.concat(out, "<br>")
 end
 
+-- profile_cell(p): the candidates table's profile cell: the first finding's kind, or why none.
+local function profile_cell(p)
+  if type(p) ~= "table" then return '<td class="prof"></td>' end
+  local d = p.ok and (p.diagnosis or {})[1]
+  local text = p.ok and (d and d.kind or "profiled") or ("none: " .. tostring(p.reason or "?"))
+  return ('<td class="prof" title="%s">%s</td>'):format(esc(d and d.text or p.error or ""),
+    esc(text))
+end
+
+-- profiles_section(m): each profiled candidate's hardware profile (ctx:profile, docs/profile.md)
+-- beside its timing, in columns: the candidate, the reference, and its parent when the parent
+-- was profiled too; then the ranked diagnosis. nil when no candidate was profiled.
+local function profiles_section(m)
+  local ids = {}
+  for id in pairs(m.profiles or {}) do ids[#ids + 1] = id end
+  if #ids == 0 then return nil end
+  table.sort(ids)
+  local out = {}
+  for _, id in ipairs(ids) do
+    local p, c = m.profiles[id], m.by_id[id] or {}
+    local e = c.eval or {}
+    out[#out + 1] = ('<div class="profile" data-profile="%d"><h3>Candidate #%d</h3>'):format(id,
+      id)
+    if not p.ok then
+      out[#out + 1] = ('<p class="meta">No profile: %s.</p></div>'):format(
+        esc(p.error or p.reason or "?"))
+    else
+      local ref_ms = (((e.result or {}).bench) or {}).ref_median_ms
+      local cols = {{head = ("candidate #%d"):format(id), s = p.candidate or {},
+                     speedup = e.ok and e.speedup, ms = e.median_ms}}
+      if type(p.reference) == "table" then
+        cols[#cols + 1] = {head = "reference", s = p.reference, speedup = ref_ms and 1, ms = ref_ms}
+      end
+      local pp, note = c.parent and m.profiles[c.parent], ""
+      if pp and pp.ok then
+        local pe = (m.by_id[c.parent] or {}).eval or {}
+        cols[#cols + 1] = {head = ("parent #%d"):format(c.parent), s = pp.candidate or {},
+                           speedup = pe.ok and pe.speedup, ms = pe.median_ms}
+      elseif c.parent then
+        note = (" Its parent #%d was not profiled."):format(c.parent)
+      end
+      out[#out + 1] = ('<p class="meta">Nsight Compute, %s, clocks as they are.%s</p>'):format(
+        esc(report.fmt_num(p.ms and p.ms / 1000, "%.1f s")), esc(note))
+      local head = {"<th></th>"}
+      for _, col in ipairs(cols) do head[#head + 1] = "<th>" .. esc(col.head) .. "</th>" end
+      local rows = {}
+      local function row(label, cells)
+        rows[#rows + 1] = "<tr><th>" .. esc(label) .. "</th>" .. table.concat(cells) .. "</tr>"
+      end
+      local sp, ms = {}, {}
+      for i, col in ipairs(cols) do
+        sp[i] = ('<td class="n">%s</td>'):format(num(col.speedup, "%.2fx"))
+        ms[i] = ('<td class="n">%s</td>'):format(num(col.ms, "%.4f"))
+      end
+      row("speed-up (timed)", sp)
+      row("median time (ms, timed)", ms)
+      for _, f in ipairs(report.PROFILE_FIGS) do
+        local cells, any = {}, false
+        for i, col in ipairs(cols) do
+          local v = report.profile_value(col.s, f)
+          any = any or v ~= nil
+          cells[i] = ('<td class="n">%s</td>'):format(esc(v or "-"))
+        end
+        if any then row(f[4], cells) end
+      end
+      local lim = type(p.candidate) == "table" and p.candidate.limiter
+      if lim then
+        local cells = {}
+        for i, col in ipairs(cols) do cells[i] = "<td>" .. esc(col.s.limiter or "-") .. "</td>" end
+        row("occupancy limiter", cells)
+      end
+      local diag = {}
+      for _, d in ipairs(p.diagnosis or {}) do
+        diag[#diag + 1] = ('<li data-kind="%s">%s</li>'):format(cls(d.kind), esc(d.text))
+      end
+      out[#out + 1] = ('<table class="grid prof" data-cols="%d"><thead><tr>%s</tr></thead>'
+        .. "<tbody>%s</tbody></table>"):format(#cols, table.concat(head), table.concat(rows))
+      out[#out + 1] = ('<ol class="diagnosis">%s</ol></div>'):format(table.concat(diag))
+    end
+  end
+  return ('<section id="profiles"><h2>Profiles</h2><p class="meta">%d candidate%s profiled: the '
+    .. "hardware's own view (docs/profile.md), beside the timed figures, against the reference "
+    .. "and the parent, with the diagnosis ranked most important first.</p>%s</section>")
+    :format(#ids, #ids == 1 and "" or "s", table.concat(out, "\n"))
+end
+
 local function candidate_table(m)
   local rows = {}
   for _, c in ipairs(m.candidates) do
@@ -124,6 +210,7 @@ local function candidate_table(m)
       ('<td class="held">%s</td>'):format(list_cell(held)),
       ('<td class="warn" data-v="%d">%s</td>'):format(#warns, list_cell(warns)),
       ('<td class="msg">%s</td>'):format(esc(e.message)),
+      profile_cell((m.profiles or {})[c.id]),
       "</tr>",
     }
   end
@@ -285,8 +372,10 @@ function M.render(m)
          .. 'data-type="n">parent</th><th>origin</th><th>verdict</th><th>stage</th>'
        .. '<th data-type="n">speed-up</th><th data-type="n">median ms</th><th '
          .. 'data-type="n">roofline</th><th>knobs</th><th>held-out shapes</th>'
-       .. '<th data-type="n">warnings</th><th>message</th>'
+       .. '<th data-type="n">warnings</th><th>message</th><th>profile</th>'
        .. "</tr></thead><tbody>%s</tbody></table></section>"):format(nrows, rows))
+  local profiles = profiles_section(m)
+  if profiles then add(profiles) end
 
   add('<section><h2>Measurement fingerprints</h2><table '
     .. 'class="grid"><thead><tr><th>device</th><th>arch</th><th>driver</th>'
