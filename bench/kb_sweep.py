@@ -12,8 +12,8 @@ What makes it fast (bench/kernelbench.sh takes 4-5 s a problem, most of it pytho
 starting): one zygote python (bench/kb_zygote.py) imports torch once and forks the bridge of
 every `kevo import` and `kevo eval` (KEVO_PYTHON is its stand-in); problems run several at
 once per GPU, packed by an estimate of the GPU memory each needs (its footprint on torch's
-meta device: no GPU, no data), the largest first; a problem whose estimate failed runs alone
-on its GPU. Each import and each evaluation has a time limit (a row `timeout`, and the sweep
+meta device: no GPU, no data), the largest first; a problem that fails beside others (out of
+memory, or any other failure) runs again alone on a GPU. Each import and each evaluation has a time limit (a row `timeout`, and the sweep
 goes on); no problem starts after --budget seconds.
 
 Rows (TSV, OUT/kb_sweep.tsv): problem gpu import_s peak_gib footprint_gib est_gib eval_s
@@ -158,9 +158,9 @@ def estimate_all(files, limit_s):
 
 def reservation(est, capacity):
     """GPU bytes a problem may take at its peak (import or evaluation), from its estimate;
-    the whole GPU when there is none."""
+    24 GiB when there is none (one that runs out of memory beside others runs again alone)."""
     if not est or est.get("ins") is None:
-        return capacity
+        return min(capacity, 24 * GIB)
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
