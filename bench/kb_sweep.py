@@ -13,8 +13,9 @@ starting): one zygote python (bench/kb_zygote.py) imports torch once and forks t
 every `kevo import` and `kevo eval` (KEVO_PYTHON is its stand-in); problems run several at
 once per GPU, packed by an estimate of the GPU memory each needs (its footprint on torch's
 meta device: no GPU, no data), the largest first; a problem that fails beside others (out of
-memory, or any other failure) runs again alone on a GPU. Each import and each evaluation has a time limit (a row `timeout`, and the sweep
-goes on); no problem starts after --budget seconds.
+memory, or any other failure) runs again alone on a GPU. Each import and each evaluation has
+a time limit (a row `timeout`, and the sweep goes on); no problem starts after --budget
+seconds.
 
 Rows (TSV, OUT/kb_sweep.tsv): problem gpu import_s peak_gib footprint_gib est_gib eval_s
 outcome detail; outcome is one of judged (the stub's verdict in detail), refused (the import's
