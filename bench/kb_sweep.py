@@ -165,8 +165,8 @@ def reservation(est, capacity):
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
-    imp = max(2.5 * fp, fp + 4 * GIB)
-    ev = 5 * (ins + outs) + 5 * outs + ins + fp  # worker's five sets, the bridge's outputs
+    imp = max(2.2 * fp, fp + 4 * GIB)
+    ev = 5 * (ins + outs) + 5 * outs + ins  # the worker's five sets, the bridge's outputs
     return min(capacity, max(imp, ev) + 2 * GIB)  # + CUDA contexts
 
 
