@@ -157,16 +157,19 @@ def estimate_all(files, limit_s):
     return got
 
 
-def reservation(est, capacity):
+def reservation(est, capacity, bench=False):
     """GPU bytes a problem may take at its peak (import or evaluation), from its estimate;
-    24 GiB when there is none (one that runs out of memory beside others runs again alone)."""
+    24 GiB when there is none (one that runs out of memory beside others runs again alone).
+    The evaluation: the worker's sets of every tensor (three to verify, five with timing:
+    docs/worker.md), the bridge's outputs of five trials and one more being computed (with
+    timing, eager's and torch.compile's outputs too), its weights."""
     if not est or est.get("ins") is None:
         return min(capacity, 24 * GIB)
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
     imp = max(2.2 * fp, fp + 4 * GIB)
-    ev = 5 * (ins + outs) + 5 * outs + ins  # the worker's five sets, the bridge's outputs
+    ev = (5 if bench else 3) * fp + (8 if bench else 6) * outs + ins
     return min(capacity, max(imp, ev) + 2 * GIB)  # + CUDA contexts
 
 
@@ -176,7 +179,8 @@ class Sweep:
     def __init__(self, a, problems, ests):
         self.a = a
         self.lock = threading.Condition()
-        self.pending = sorted(problems, key=lambda p: -reservation(ests.get(p), a.capacity))
+        self.pending = sorted(problems, key=lambda p: -reservation(ests.get(p), a.capacity,
+                                                                   p in a.loopback))
         self.ests = ests
         self.free = {g: a.capacity for g in a.gpus}
         self.busy = {g: 0 for g in a.gpus}
@@ -186,10 +190,12 @@ class Sweep:
         self.tsv = open(os.path.join(a.out, "kb_sweep.tsv"), "a")
         self.rows = []
         self.alone = set()  # problems to run again alone on a GPU (an OOM beside others)
+        self.draining = None  # the GPU that starts nothing until the queue's head fits
 
     def row(self, r):
         cols = ["problem", "gpu", "import_s", "peak_gib", "footprint_gib", "est_gib", "eval_s",
-                "outcome", "detail"]
+                "outcome", "detail", "t0", "t1"]
+        r.setdefault("t1", "%.1f" % (time.time() - self.start))
         line = "\t".join(str(r.get(c, "-")).replace("\t", " ").replace("\n", " ") for c in cols)
         with self.lock:
             self.rows.append(r)
@@ -198,8 +204,15 @@ class Sweep:
             os.fsync(self.tsv.fileno())
         print("[%5.0fs] %s" % (time.time() - self.start, line.replace("\t", " | ")), flush=True)
 
+    def need(self, p):
+        return self.a.capacity if p in self.alone else \
+            reservation(self.ests.get(p), self.a.capacity, p in self.a.loopback)
+
     def take(self, gpu):
-        """The next problem for gpu: the largest reservation that fits now; None when done."""
+        """The next problem for gpu; None when done. The head of the queue (the largest) when
+        it fits; when it does not, one GPU drains for it (starts nothing until it fits) and
+        the others fill their free memory with the largest problems that fit: with every GPU
+        filling, a large problem would wait until the small ones ran out."""
         with self.lock:
             while True:
                 if self.stopping or not self.pending:
@@ -207,14 +220,22 @@ class Sweep:
                 if time.time() - self.start > self.a.budget:
                     return None, 0
                 if self.busy[gpu] < self.a.slots:
-                    for i, p in enumerate(self.pending):
-                        need = self.a.capacity if p in self.alone else \
-                            reservation(self.ests.get(p), self.a.capacity)
-                        if need <= self.free[gpu]:
-                            del self.pending[i]
-                            self.free[gpu] -= need
-                            self.busy[gpu] += 1
-                            return p, need
+                    pick = None
+                    if self.need(self.pending[0]) <= self.free[gpu]:
+                        pick = 0
+                        if self.draining == gpu:
+                            self.draining = None
+                    elif self.draining is None:
+                        self.draining = gpu
+                    elif self.draining != gpu:
+                        pick = next((i for i, p in enumerate(self.pending)
+                                     if self.need(p) <= self.free[gpu]), None)
+                    if pick is not None:
+                        p = self.pending.pop(pick)
+                        need = self.need(p)
+                        self.free[gpu] -= need
+                        self.busy[gpu] += 1
+                        return p, need
                 self.lock.wait(0.5)
 
     def done(self, gpu, need):
@@ -258,7 +279,8 @@ class Sweep:
         base = os.path.join(rdir, name)
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), KEVO_PYTHON=a.python_standin)
         est = self.ests.get(prob) or {}
-        r = {"problem": prob, "gpu": gpu, "est_gib": "%.3g" % (need / GIB)}
+        r = {"problem": prob, "gpu": gpu, "est_gib": "%.3g" % (need / GIB),
+             "t0": "%.1f" % (time.time() - self.start)}
         if est.get("ins") is not None and est.get("outs") is not None:
             r["est_gib"] += " (fp %.3g)" % ((est["ins"] + est["outs"]) / GIB)
         rc, secs = self.run([a.kevo, "import", os.path.join(a.kb_dir, prob), "--out", rdir,
@@ -380,6 +402,23 @@ class Sweep:
                 self.row(r)
             self.done(gpu, need)
 
+    def sample_memory(self):
+        """Every GPU's memory in use, each second, to OUT/kb_gpumem.tsv (t, gpu, MiB): what
+        the reservations were against (their rows carry t0 and t1)."""
+        with open(os.path.join(self.a.out, "kb_gpumem.tsv"), "a") as f:
+            while not self.stopping:
+                try:
+                    out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.used",
+                                          "--format=csv,noheader,nounits"], capture_output=True,
+                                         text=True, timeout=10).stdout
+                except (OSError, subprocess.SubprocessError):
+                    return
+                t = time.time() - self.start
+                for ln in out.strip().splitlines():
+                    f.write("%.1f\t%s\n" % (t, ln.replace(",", "\t").replace(" ", "")))
+                f.flush()
+                time.sleep(1)
+
     def stop(self):
         with self.lock:
             self.stopping = True
@@ -416,6 +455,27 @@ def summary(rows, problems, started, out):
         f.write(text)
 
 
+def table(tsv, kb_dir):
+    """The markdown table of a sweep's TSV (docs/kbench.md), in problem order, the last row of
+    a problem kept."""
+    rows = {}
+    for line in open(tsv):
+        c = line.rstrip("\n").split("\t")
+        if len(c) >= 9:
+            rows[c[0]] = c
+
+    def order(p):
+        m = re.match(r"\d+", os.path.basename(p))
+        return (p.split("/")[0], int(m.group()) if m else 0)
+    print("| problem | import s | import peak GPU GiB / footprint GiB | outcome |")
+    print("| --- | --- | --- | --- |")
+    for p in sorted(rows, key=order):
+        c = rows[p]
+        mem = "%s / %s" % (c[3], c[4]) if c[3] != "-" else "-"
+        detail = c[8].replace("|", "/")
+        print("| %s | %s | %s | %s: %s |" % (p[:-3], c[2], mem, c[7], detail[:160]))
+
+
 def gpu_list():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total",
@@ -445,7 +505,11 @@ def main():
                     "loopback LLM (elementwise ones: see ELEMENTWISE)")
     ap.add_argument("--estimate-s", type=float, default=40)
     ap.add_argument("--no-zygote", action="store_true", help="a fresh python per bridge")
+    ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
     a = ap.parse_args()
+    if a.table:
+        table(a.table, a.kb_dir)
+        return 0
     started = time.time()
     gpus, total = gpu_list()
     if a.gpus:
@@ -511,11 +575,13 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     lanes = [threading.Thread(target=sw.lane, args=(g,), daemon=True)
              for g in gpus for _ in range(a.slots)]
+    threading.Thread(target=sw.sample_memory, daemon=True).start()
     for t in lanes:
         t.start()
     for t in lanes:
         while t.is_alive():
             t.join(0.5)
+    sw.stopping = True
     if zygote is not None:
         zygote.terminate()
         try:
