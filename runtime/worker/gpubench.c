@@ -5,10 +5,12 @@
  * candidate's reps rotate over the three verified input sets, and right after each one, once it
  * has finished, its outputs and inputs get a keyed digest that must equal the verified set's:
  * a kernel that replays, skips or forges an answer, or touches its inputs, in any rep, warm-up
- * included, fails. Repetitions go on until both relative standard errors are under the target,
- * or the time or rep cap. Then the reference's interleaved time is compared with its time alone
- * (a candidate that slows the reference leaves a drift), and the candidate's time with the
- * physical floor at its inputs' own arithmetic rate. */
+ * included, fails. The digests are read back before the candidate runs again, so a kernel that
+ * finds their words on the device cannot rewrite a past rep's. Repetitions go on until both
+ * relative standard errors are under the target, or the time or rep cap. Then the reference's
+ * interleaved time is compared with its time alone (a candidate that slows the reference leaves
+ * a drift), and the candidate's time with the physical floor at its inputs' own arithmetic
+ * rate. */
 #include "gpueval_int.h"
 
 #include <cjson/cJSON.h>
@@ -71,6 +73,20 @@ static summary summarize(const double *v, int n) {
   s.rse = n > 1 && s.mean > 0 ? sqrt(sq / (n - 1)) / sqrt((double)n) / s.mean : 1.0;
   free(c);
   return s;
+}
+
+/* A reference slower among the candidate's reps than alone: something the candidate left
+ * behind slows it (clocks, caches, state). Beyond the noise (5%, or three times the two relative
+ * standard errors) the speed-up is taken against its time alone, and the result says so. */
+int wk_ref_drift(const double *inter, int n, const double *alone, int nalone, double *drift,
+                 double *ref_ms) {
+  summary sr = summarize(inter, n), sa = summarize(alone, nalone);
+  *drift = sa.median > 0 ? sr.median / sa.median - 1 : 0;
+  *ref_ms = sr.median;
+  double noise = fmax(0.05, 3 * (sr.rse + sa.rse));
+  if (!(*drift > noise)) return 0;
+  *ref_ms = sa.median;
+  return 1;
 }
 
 static void add(cJSON *o, const char *k, double v, double scale) {
@@ -171,7 +187,8 @@ typedef struct bench_state {
   int nrot;            /* verified sets to rotate over */
   int ncand;           /* candidate reps so far, warm-up included */
   int cap;             /* digest slots: two per candidate rep */
-  CUdeviceptr digests; /* [2c]: outputs of rep c, [2c + 1]: its inputs */
+  CUdeviceptr digests; /* two device words, zeroed after each rep, the digests added into them */
+  uint64_t *got;       /* [2c]: outputs of rep c, [2c + 1]: its inputs, read back at once */
   int *set_of;         /* the set rep c ran on */
 } bench_state;
 
@@ -191,9 +208,12 @@ static int cand_rep(wk_eval *e, bench_state *b, CUevent t0, CUevent t1, float *m
   if (r) return wk_cuda_fail(e, r, "timing");
   /* the launch must have finished before the digest's key goes to the device */
   if (wk_plan_sync(e, 1, "timing the candidate")) return -1;
-  CUdeviceptr at = b->digests + 16 * (CUdeviceptr)b->ncand;
-  r = wk_digest_set(e, set, 1, at);
-  if (!r) r = wk_digest_set(e, set, 0, at + 8);
+  /* the slots are cleared only now, and read back before the candidate runs again: nothing the
+   * judgement rests on stays on the device while a candidate runs (it could write there) */
+  r = DRV->cuMemsetD32Async(b->digests, 0, 4, e->g->stream);
+  if (!r) r = wk_digest_set(e, set, 1, b->digests);
+  if (!r) r = wk_digest_set(e, set, 0, b->digests + 8);
+  if (!r) r = DRV->cuMemcpyDtoH(&b->got[2 * b->ncand], b->digests, 16);
   if (!r) r = DRV->cuEventElapsedTime(ms, t0, t1);
   if (r) return wk_cuda_fail(e, r, "checking a repetition");
   b->set_of[b->ncand++] = k;
@@ -232,18 +252,12 @@ static int pair(wk_eval *e, bench_state *b, int k, double *tc, double *tr) {
 /* Every candidate rep's digests against its set's verified ones; the reference's inputs too. */
 static int check_reps(wk_eval *e, bench_state *b, int nwarm) {
   wk_shape *s = b->s;
-  size_t n = 2 * (size_t)b->ncand + 1;
-  uint64_t *d = malloc(n * sizeof *d);
-  if (!d) return wk_fail(e, "error", "bench", "no host memory for %zu digests", n);
-  CUdeviceptr ref_at = b->digests + 16 * (CUdeviceptr)b->cap;
-  CUresult r = wk_digest_set(e, &s->set[WK_SET_REF], 0, ref_at);
-  if (!r) r = DRV->cuStreamSynchronize(e->g->stream);
-  if (!r) r = DRV->cuMemcpyDtoH(d, b->digests, 16 * (size_t)b->ncand);
-  if (!r) r = DRV->cuMemcpyDtoH(&d[n - 1], ref_at, 8);
-  if (r) {
-    free(d);
-    return wk_cuda_fail(e, r, "reading repetition digests");
-  }
+  const uint64_t *d = b->got;
+  uint64_t ref_in = 0;
+  CUresult r = DRV->cuMemsetD32Async(b->digests, 0, 2, e->g->stream);
+  if (!r) r = wk_digest_set(e, &s->set[WK_SET_REF], 0, b->digests);
+  if (!r) r = DRV->cuMemcpyDtoH(&ref_in, b->digests, 8);
+  if (r) return wk_cuda_fail(e, r, "reading repetition digests");
   int rc = 0;
   for (int c = 0; c < b->ncand && !rc; c++) {
     wk_set *set = &s->set[b->set_of[c]];
@@ -261,11 +275,10 @@ static int check_reps(wk_eval *e, bench_state *b, int nwarm) {
                    when, rep, b->set_of[c] + 1, b->nrot);
   }
   int last = (e->trials - 1) % b->nrot;
-  if (!rc && s->ref.nk && d[n - 1] != s->set[last].in_digest)
+  if (!rc && s->ref.nk && ref_in != s->set[last].in_digest)
     rc = wk_fail(e, "input_modified", "bench",
                  "the reference's pristine inputs changed during the timing loop: the candidate "
                  "wrote outside its own buffers");
-  free(d);
   return rc;
 }
 
@@ -309,14 +322,10 @@ static int bench_report(wk_eval *e, const bench_state *b, const bench_samples *m
     add(bo, "ref_median_ms", sr.median, 1e6);
     add(bo, "ref_rse", sr.rse, 1e6);
     add(bo, "ref_alone_ms", sa.median, 1e6);
-    /* a reference slower among the candidate's reps than alone: something the candidate left
-     * behind slows it. The speed-up is then against its time alone, and the result says so. */
-    double drift = sa.median > 0 ? sr.median / sa.median - 1 : 0;
-    double noise = fmax(0.05, 3 * (sr.rse + sa.rse));
+    double drift = 0, ref_ms = sr.median;
+    int drifted = wk_ref_drift(m->tr, m->n, m->alone, m->nalone, &drift, &ref_ms);
     add(bo, "ref_drift_pct", 100 * drift, 100);
-    double ref_ms = sr.median;
-    if (drift > noise) {
-      ref_ms = sa.median;
+    if (drifted) {
       cJSON_AddStringToObject(bo, "ref_drift",
                               "the reference ran slower between the candidate's repetitions "
                               "than alone: the speed-up is against its time alone");
@@ -384,8 +393,9 @@ int wk_bench(wk_eval *e, wk_shape *s) {
          *tr = malloc((size_t)o.max_reps * sizeof *tr), alone[REF_ALONE_REPS];
   int *clk = malloc((size_t)o.max_reps * sizeof *clk);
   b.set_of = malloc((size_t)b.cap * sizeof *b.set_of);
+  b.got = malloc(2 * (size_t)b.cap * sizeof *b.got);
   int rc = -1, n = 0, nclk = 0, temp_max = -1, nwarm = 0, nalone = 0;
-  if (!tc || !tr || !clk || !b.set_of || b.nrot < 1) {
+  if (!tc || !tr || !clk || !b.set_of || !b.got || b.nrot < 1) {
     wk_fail(e, "error", "bench",
             b.nrot < 1 ? "no verified input set to time on" : "no host memory for timing samples");
     goto out;
@@ -397,8 +407,7 @@ int wk_bench(wk_eval *e, wk_shape *s) {
       goto out;
     }
   }
-  CUresult mr = DRV->cuMemAlloc(&b.digests, 16 * ((size_t)b.cap + 1));
-  if (!mr) mr = DRV->cuMemsetD32Async(b.digests, 0, 4 * ((size_t)b.cap + 1), g->stream);
+  CUresult mr = DRV->cuMemAlloc(&b.digests, 16);
   if (mr) {
     b.digests = 0;
     wk_cuda_fail(e, mr, "allocating repetition digests");
@@ -452,6 +461,7 @@ out:
   for (int i = 0; i < 4; i++)
     if (b.ev[i]) DRV->cuEventDestroy(b.ev[i]);
   free(b.set_of);
+  free(b.got);
   free(tc);
   free(tr);
   free(clk);

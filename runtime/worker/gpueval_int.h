@@ -244,6 +244,11 @@ int wk_ipc_fetch(wk_eval *e, wk_set *to, void **refs);
 /* gpubench.c: times candidate (rotating over the verified sets) and reference (on its pristine
  * set) on shape s, checking every repetition's outputs and inputs against their digests. */
 int wk_bench(wk_eval *e, wk_shape *s);
+/* gpubench.c: the drift rule on the reference's interleaved times (n) and its times alone
+ * (nalone), in ms: *drift is the relative slow-down of the medians, *ref_ms the time to take the
+ * speed-up against; 1 when the drift is beyond the noise (then *ref_ms is the time alone). */
+int wk_ref_drift(const double *inter, int n, const double *alone, int nalone, double *drift,
+                 double *ref_ms);
 /* gpuverify.c: whether a set's output slack (and the plan's scratch slack) still holds its
  * poison after a candidate run; -1 and the verdict when not. */
 int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const uint64_t *pattern,

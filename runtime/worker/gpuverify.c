@@ -2,7 +2,8 @@
  * the host cache of external references. wk_verify_shape is the trial's steps, one line each:
  * fresh inputs drawn on the device from the evaluation's secret seed (NaN past their ends) and
  * copied to a second set; the candidate run on the first set and again on the second (other
- * buffers, other addresses), each under its own poison, its slack checked after each run;
+ * buffers, other addresses), each under its own poison, its slack checked after each run, the
+ * first run's outputs digested between the two and again after (the second may not touch them);
  * then, the candidate done, the inputs drawn again into the reference's set (pristine: no
  * candidate ever had it), the keyed digests of every set's inputs compared; the reference run
  * there (its outputs exist only from here until the comparison); one comparison on the device
@@ -290,8 +291,12 @@ int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const uint64_t *patter
   return 0;
 }
 
-/* The digest slots of one trial, in the stats buffer (after the comparison's stats). */
-enum { D_IN, D_IN_AFTER1, D_OUT1, D_IN_AFTER2, D_SLOTS };
+/* The digest slots of one trial, in the stats buffer (after the comparison's stats). Each is
+ * zeroed only once the candidate's run before it has finished, never before a candidate run:
+ * a kernel that writes into the slots (it may find them) cannot preload them. D_OUT1 is taken
+ * between the two runs and D_OUT1_AFTER2 after the second: a second run that writes into the
+ * first run's outputs (through a pointer it kept from that run) changes them. */
+enum { D_IN, D_IN_AFTER1, D_OUT1, D_IN_AFTER2, D_OUT1_AFTER2, D_SLOTS };
 
 static CUdeviceptr slot(wk_eval *e, int k) {
   return e->g->stats + 128 + 8 * (CUdeviceptr)k;
@@ -502,6 +507,12 @@ static int inputs_unchanged(wk_eval *e, wk_shape *s, int first, int trial, uint6
   CUresult r = DRV->cuStreamSynchronize(e->g->stream);
   if (!r) r = DRV->cuMemcpyDtoH(d, slot(e, 0), 8 * D_SLOTS);
   if (r) return wk_cuda_fail(e, r, "reading digests");
+  if (d[D_OUT1_AFTER2] != d[D_OUT1])
+    return wk_fail(e, "wrong", "verify",
+                   "the candidate's second run (on other buffers) wrote into the outputs of its "
+                   "first run: a kernel may write only its own outputs (their keyed digest "
+                   "changed between the runs; shape %s, trial %d)",
+                   s->label, trial + 1);
   if (d[D_IN_AFTER1] != d[D_IN] || d[D_IN_AFTER2] != d[D_IN])
     return wk_fail(e, "input_modified", "verify",
                    "the candidate wrote to input %s during its %s run (its keyed digest over the "
@@ -517,16 +528,22 @@ int wk_verify_shape(wk_eval *e, wk_shape *s) {
     int first = s->set[1].t[0].ptr ? trial % WK_ROTATE : 0;
     wk_set *p = &s->set[first], *again = &s->set[WK_SET_AGAIN], *ref = &s->set[WK_SET_REF];
     uint64_t d[D_SLOTS];
-    CUresult r = DRV->cuMemsetD32Async(slot(e, 0), 0, 2 * D_SLOTS, e->g->stream);
-    if (r) return wk_cuda_fail(e, r, "clearing digests");
     if (wk_gen_inputs(e, s, first, trial) || wk_copy_inputs(e, s, first, WK_SET_AGAIN)) return -1;
     if (run_candidate(e, s, first, wk_poison_a, "running the candidate")) return -1;
+    /* the first run is done: its outputs' digest, before the second run can touch them */
+    CUresult r = DRV->cuMemsetD32Async(slot(e, 0), 0, 2 * D_SLOTS, e->g->stream);
+    if (r) return wk_cuda_fail(e, r, "clearing digests");
+    if (digest(e, p, 1, D_OUT1)) return -1;
     if (run_candidate(e, s, WK_SET_AGAIN, wk_poison_b, "running the candidate again")) return -1;
-    /* the candidate is done: the inputs are drawn again for the reference, pristine, and only
-     * now does the digest key reach the device */
+    /* the candidate is done: the inputs are drawn again for the reference, pristine; the other
+     * slots are cleared only now (the second run may have written into them) */
     if (wk_gen_inputs(e, s, WK_SET_REF, trial)) return -1;
-    if (digest(e, ref, 0, D_IN) || digest(e, p, 0, D_IN_AFTER1) || digest(e, p, 1, D_OUT1) ||
-        digest(e, again, 0, D_IN_AFTER2))
+    r = DRV->cuMemsetD32Async(slot(e, 0), 0, 2 * D_OUT1, e->g->stream);
+    if (!r)
+      r = DRV->cuMemsetD32Async(slot(e, D_IN_AFTER2), 0, 2 * (D_SLOTS - D_IN_AFTER2), e->g->stream);
+    if (r) return wk_cuda_fail(e, r, "clearing digests");
+    if (digest(e, ref, 0, D_IN) || digest(e, p, 0, D_IN_AFTER1) ||
+        digest(e, again, 0, D_IN_AFTER2) || digest(e, p, 1, D_OUT1_AFTER2))
       return -1;
     if (inputs_unchanged(e, s, first, trial, d)) return -1;
     if (reference_outputs(e, s, trial)) return -1;

@@ -1,11 +1,12 @@
 /* The worker's GPU-free parts: its device kernels compile with NVRTC for sm_90 (and a second
- * arch), the reference cache keeps within its byte cap in LRU order, and loading the CUDA
- * driver where there is none says E_NOGPU. */
+ * arch), the reference cache keeps within its byte cap in LRU order, loading the CUDA driver
+ * where there is none says E_NOGPU, and the bench's drift rule (class 9) on synthetic timings. */
 #include "check.h"
 #include "cudrv.h"
 #include "devkernels.h"
 #include "gpueval_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static void **bufs(size_t n) {
@@ -45,6 +46,24 @@ int main(void) {
   CHECK(wk_refcache_get(c, k1, &ipc) != NULL && ipc == 1);
   CHECK(wk_refcache_get(c, k2, &ipc) != NULL && ipc == 0);
   wk_refcache_free(c);
+
+  /* class 9's drift rule on synthetic timings (ms): the reference alone at 1.00 (5 reps), then
+   * interleaved with the candidate's reps */
+  double alone[5] = {1.000, 1.001, 0.999, 1.000, 1.002}, inter[50], drift = 0, ref_ms = 0;
+  for (int i = 0; i < 50; i++)
+    inter[i] = 1.0 + 0.001 * (i % 3);
+  CHECK(wk_ref_drift(inter, 50, alone, 5, &drift, &ref_ms) == 0);
+  CHECK(fabs(drift) < 0.01 && fabs(ref_ms - 1.001) < 1e-9); /* its interleaved median */
+  for (int i = 0; i < 50; i++)
+    inter[i] = 1.04 + 0.001 * (i % 3); /* 4% slower: within the 5% noise floor */
+  CHECK(wk_ref_drift(inter, 50, alone, 5, &drift, &ref_ms) == 0 && ref_ms > 1.04);
+  for (int i = 0; i < 50; i++)
+    inter[i] = 1.20 + 0.001 * (i % 3); /* 20% slower: fires, the speed-up against alone */
+  CHECK(wk_ref_drift(inter, 50, alone, 5, &drift, &ref_ms) == 1);
+  CHECK(fabs(drift - 0.201) < 0.002 && fabs(ref_ms - 1.0) < 1e-9);
+  double noisy[5] = {0.6, 1.4, 0.7, 1.3, 1.0}; /* alone too noisy to tell a 20% drift */
+  CHECK(wk_ref_drift(inter, 50, noisy, 5, &drift, &ref_ms) == 0 && ref_ms > 1.2);
+  CHECK(wk_ref_drift(inter, 50, alone, 0, &drift, &ref_ms) == 0); /* nothing alone: no rule */
 
   cudrv d;
   int rc = cudrv_load(&d, &err);
