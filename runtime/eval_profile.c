@@ -316,12 +316,15 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
          tensor = num(s, "tensor_pct"), waves = num(s, "waves"), mem = num(s, "mem_pct");
   const char *lim = eval_jstr(s, "limiter");
   int compute_recipe = bound && !strcmp(bound, "compute");
-  char by[32];
-  human_bytes(num(s, "dram_bytes"), by, sizeof by);
+  char by[48] = "", amount[32]; /* " (2.12 GB moved)", or nothing without the bytes */
+  if (!isnan(num(s, "dram_bytes"))) {
+    human_bytes(num(s, "dram_bytes"), amount, sizeof amount);
+    snprintf(by, sizeof by, " (%s moved)", amount);
+  }
 
   if (dram >= 75)
     finding(list, "dram_peak", 60 + (dram - 75),
-            "memory-bound at %.0f%% of DRAM bandwidth (%s moved): nothing left to win here but "
+            "memory-bound at %.0f%% of DRAM bandwidth%s: nothing left to win here but "
             "moving fewer bytes",
             dram, by);
   if (!isnan(lde) && lde < 60 && num(s, "ld_sectors_per_req") > 0)

@@ -123,6 +123,8 @@ do
   assert(k[1] == "uncoalesced" and k[2] == "dram_peak", table.concat(k, ","))
   k, p = kinds("busy_not_bound", "memory") -- not compute-bound: the tensor figure is a note
   assert(k[1] == "dram_peak", table.concat(k, ","))
+  assert(p.diagnosis[1].text:find("memory-bound at 85% of DRAM bandwidth: ", 1, true) == 1,
+    p.diagnosis[1].text) -- no byte counts read: no "(... moved)"
   for _, d in ipairs(p.diagnosis) do
     assert(d.score == math.floor(d.score), "scores are whole numbers once ranked")
     if d.kind == "tensor_busy" then assert(d.text == "tensor cores busy 35% of cycles", d.text) end
