@@ -14,7 +14,7 @@
  * Knobs: WARPS (per block), TT (tokens per half-warp step), TARGET (blocks to aim the split at). */
 /* kevo:launch
 local HQ = HK * G
-local splits = max(1, min(cdiv(S, 64), cdiv(TARGET, B * HK)))
+local splits = max(1, min(cdiv(S, 64), TARGET // (B * HK))) -- at most TARGET blocks: no spare wave
 local chunk = cdiv(S, splits)
 splits = cdiv(S, chunk)
 local gg = (G % 8 == 0) and 8 or (G % 4 == 0) and 4 or (G % 2 == 0) and 2 or 1

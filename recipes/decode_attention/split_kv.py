@@ -1,6 +1,6 @@
 """kevo:launch
 local HQ = HK * G
-local splits = max(1, min(cdiv(S, 64), cdiv(TARGET, B * HK)))
+local splits = max(1, min(cdiv(S, 64), TARGET // (B * HK))) -- at most TARGET blocks: no spare wave
 local chunk = cdiv(S, splits)
 splits = cdiv(S, chunk)
 return {
