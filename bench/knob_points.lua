@@ -1,0 +1,30 @@
+-- Judges chosen knob points of kernel files for one recipe, in one evaluator, every candidate
+-- timed in full (no racing), and prints a line per point: verdict, median, % of roofline,
+-- speed-up over the reference. For comparing variants of a seed on a GPU in one short run.
+-- usage: kevo script bench/knob_points.lua RECIPE.yaml FILE "K=V K=V ..." [FILE "K=V ..."] ...
+--   (an empty string: the file's own defaults)
+local evaluator = require "kevo.evaluator"
+local recipe = assert(arg[1], "usage: knob_points.lua RECIPE.yaml FILE KNOBS [FILE KNOBS] ...")
+local ev <close> = assert(evaluator.new{recipe = recipe, race = false})
+local cands, labels = {}, {}
+for i = 2, #arg - 1, 2 do
+  local file, spec = arg[i], arg[i + 1]
+  local f = assert(io.open(file))
+  local text = f:read("a")
+  f:close()
+  local knobs = {}
+  for k, v in spec:gmatch("([%w_]+)=([^%s]+)") do knobs[k] = tonumber(v) or v end
+  cands[#cands + 1] = {lang = file:match("%.py$") and "triton" or "cuda", source = text,
+                       knobs = knobs, bench = true, name = file:match("[^/]+$")}
+  labels[#labels + 1] = file:match("[^/]+$") .. " " .. spec
+end
+local results = ev:evaluate_many(cands)
+for i, res in ipairs(results) do
+  local b = res.bench or {}
+  if res.verdict == "ok" and b.median_ms then
+    print(string.format("%-40s ok %9.4f ms %6.1f%% roof %6.3fx", labels[i], b.median_ms,
+      b.roofline_pct or 0, b.speedup or 0))
+  else
+    print(string.format("%-40s %s: %s", labels[i], res.verdict, res.message or ""))
+  end
+end
