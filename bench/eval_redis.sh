@@ -20,9 +20,11 @@ server="${KEVO_REDIS_SERVER:-}"
 ngpu=$(nvidia-smi -L | wc -l)
 work=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
+cleanup() { # the workers before Redis: a worker whose Redis went away waits for it
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null
+    wait "${pids[i]}" 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -14,9 +14,11 @@ server="${KEVO_REDIS_SERVER:-}"
 [ -n "$server" ] || { echo "SKIPPED: gpu/test_redis needs a redis-server (the GPU bundle carries one)" >&2; exit 77; }
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
+cleanup() { # the workers before Redis: a worker whose Redis went away waits for it
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null
+    wait "${pids[i]}" 2>/dev/null
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
