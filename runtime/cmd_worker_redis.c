@@ -43,6 +43,7 @@ typedef struct bridge {
   rq_conn conn; /* the job loop's */
   char arch[32], consumer[RQ_NAME_MAX], stream[64], workers[64], devices[64];
   char *device; /* the hello's device, with "host" and "worker" added (JSON text) */
+  char gpu[192], pci_bus[64], host[128]; /* what names the GPU in a result's device */
   long long claim_ms;
   int max_tries, verbose;
   evalclient *child;
@@ -251,6 +252,20 @@ static int screen(bridge *b, const job *j) {
   return 0;
 }
 
+/* An evaluation's device object (which replaces the driver's) names the GPU and the worker
+ * that measured it, as a local pool's results do (docs/redis.md): device.gpu "HOST:N" (the GPU
+ * across hosts), device.pci_bus, device.host and device.worker (this bridge's consumer name). */
+static void name_device(const bridge *b, cJSON *header) {
+  cJSON *d = cJSON_GetObjectItemCaseSensitive(header, "device");
+  if (!cJSON_IsObject(d)) return;
+  const char *keys[] = {"gpu", "pci_bus", "host", "worker"};
+  const char *vals[] = {b->gpu, b->pci_bus, b->host, b->consumer};
+  for (int i = 0; i < 4; i++) {
+    cJSON_DeleteItemFromObjectCaseSensitive(d, keys[i]);
+    if (vals[i][0]) cJSON_AddStringToObject(d, keys[i], vals[i]);
+  }
+}
+
 /* Step 3: the request to the child, its reply or failure as the job's outcome. */
 static void run_job(bridge *b, const job *j) {
   cJSON *req = cJSON_ParseWithLength(j->header, j->header_len);
@@ -278,6 +293,7 @@ static void run_job(bridge *b, const job *j) {
   } else {
     cJSON_DeleteItemFromObjectCaseSensitive(rep.header, "id");
     cJSON_AddNumberToObject(rep.header, "worker_ms", took); /* KEVO_REDIS_TRACE */
+    name_device(b, rep.header);
     finish(b, j, rep.header, rep.blobs, rep.nblobs);
     kevo_frame_free(&rep);
   }
@@ -439,9 +455,15 @@ static int bridge_main(int argc, char **argv) {
     evalclient_free(b.child);
     return KEVO_EXIT_FAILED;
   }
-  char host[128] = "";
-  gethostname(host, sizeof host - 1);
-  snprintf(b.consumer, sizeof b.consumer, "%s:%s:%d", host, device ? device : "-", (int)getpid());
+  gethostname(b.host, sizeof b.host - 1);
+  snprintf(b.consumer, sizeof b.consumer, "%s:%s:%d", b.host, device ? device : "-", (int)getpid());
+  /* without --device the child has this process's CUDA_VISIBLE_DEVICES: its first GPU */
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  char first[64] = "0";
+  if (!device && vis && *vis) snprintf(first, sizeof first, "%.*s", (int)strcspn(vis, ","), vis);
+  snprintf(b.gpu, sizeof b.gpu, "%s:%s", b.host, device ? device : first);
+  const char *bus = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dev, "pci_bus"));
+  snprintf(b.pci_bus, sizeof b.pci_bus, "%s", bus ? bus : "");
   rq_key(b.stream, sizeof b.stream, "jobs", b.arch);
   rq_key(b.workers, sizeof b.workers, "workers", b.arch);
   rq_key(b.devices, sizeof b.devices, "devices", b.arch);

@@ -91,6 +91,9 @@ struct eval_pool {
   eval_transport **t;
   pool_thread **th; /* th[i] for t[i], made on the first eval_pool_each */
   size_t n, cap;
+  eval_pool_grow_fn grow; /* eval_pool_set_grow's, or NULL */
+  void *grow_arg;
+  void (*grow_free)(void *);
 };
 
 static void *pool_thread_main(void *arg) {
@@ -205,8 +208,18 @@ eval_transport *eval_pool_at(eval_pool *p, size_t i) {
   return i < p->n ? p->t[i] : NULL;
 }
 
+void eval_pool_set_grow(eval_pool *p, eval_pool_grow_fn grow, void *arg, void (*free_arg)(void *)) {
+  if (p->grow_free) p->grow_free(p->grow_arg);
+  p->grow = grow, p->grow_arg = arg, p->grow_free = free_arg;
+}
+
+int eval_pool_grow(eval_pool *p, kevo_error *err) {
+  return p->grow ? p->grow(p->grow_arg, p, err) : KEVO_OK;
+}
+
 void eval_pool_free(eval_pool *p) {
   if (!p) return;
+  if (p->grow_free) p->grow_free(p->grow_arg);
   for (size_t i = 0; i < p->n; i++) {
     eval_transport_free(p->t[i]); /* first: its worker dies with the thread that forked it */
     pool_thread_stop(p->th[i]);   /* idle: eval_pool_each waits for its jobs */

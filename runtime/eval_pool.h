@@ -70,6 +70,15 @@ size_t eval_pool_size(const eval_pool *p);
 eval_transport *eval_pool_at(eval_pool *p, size_t i);
 void eval_pool_free(eval_pool *p); /* frees every transport; NULL is fine */
 
+/* A pool whose workers can join while it lives (Redis: a worker started after the evaluator).
+ * grow(arg, p, err) adds the transports that became worth having (eval_pool_add); the pool
+ * owns arg (free_arg(arg) when it is freed or another grow is set). eval_pool_grow calls it;
+ * the evaluator does so before each batch, when no transport is in use, so grow may use
+ * them. A pool without one does not grow (KEVO_OK). */
+typedef int (*eval_pool_grow_fn)(void *arg, eval_pool *p, kevo_error *err);
+void eval_pool_set_grow(eval_pool *p, eval_pool_grow_fn grow, void *arg, void (*free_arg)(void *));
+int eval_pool_grow(eval_pool *p, kevo_error *err);
+
 /* The pool `kevo run --gpus SPEC` asks for: SPEC NULL or "" is one worker on the driver's
  * CUDA_VISIBLE_DEVICES (today's default); "all" is one worker per GPU the driver can see
  * (eval_pool_count_gpus); "0,2,3" one worker per listed ordinal, each with

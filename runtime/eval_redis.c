@@ -387,6 +387,52 @@ static void t_free(void *self) {
 static const eval_transport_ops redis_ops = {"redis", t_device, t_request,
                                              t_stats, t_ready,  t_free};
 
+enum { POOL_REDIS_MAX = 256 }; /* jobs in flight from one evaluator */
+
+/* A transport of a Redis pool: its own connection, labelled by its place. */
+static int add_transport(eval_pool *pool, const evalredis_opts *opts, evalredis *r,
+                         kevo_error *err) {
+  int rc = r ? KEVO_OK : evalredis_new(opts, &r, err);
+  if (rc) return rc;
+  char label[64];
+  snprintf(label, sizeof label, "redis %s #%zu", r->arch, eval_pool_size(pool) + 1);
+  eval_transport *t = NULL;
+  rc = eval_transport_new(&redis_ops, r, label, "", &t, err);
+  return rc ? rc : eval_pool_add(pool, t, err);
+}
+
+/* What a pool sized by the live workers needs to grow with them: its options, copied. */
+typedef struct redis_grow {
+  evalredis_opts opts;
+  char *url, *password_env, *arch;
+} redis_grow;
+
+static void redis_grow_free(void *arg) {
+  redis_grow *g = arg;
+  if (!g) return;
+  free(g->url), free(g->password_env), free(g->arch);
+  free(g);
+}
+
+static char *dup_or_null(const char *s) {
+  return s ? strdup(s) : NULL;
+}
+
+/* eval_pool_grow_fn: one transport more per worker alive now beyond the pool's size (up to
+ * POOL_REDIS_MAX), so a worker that joins adds a job in flight from the next batch on. Asks
+ * through the first transport's connection: called between batches, none is in use. */
+static int redis_grow_pool(void *arg, eval_pool *pool, kevo_error *err) {
+  redis_grow *g = arg;
+  eval_transport *t0 = eval_pool_at(pool, 0);
+  if (!t0) return KEVO_OK;
+  long long live = 0;
+  int rc = alive(t0->self, rq_now_ms() + 5000, &live, NULL, err);
+  if (live > POOL_REDIS_MAX) live = POOL_REDIS_MAX;
+  while (!rc && (long long)eval_pool_size(pool) < live)
+    rc = add_transport(pool, &g->opts, NULL, err);
+  return rc;
+}
+
 int eval_pool_redis(const evalredis_opts *opts, int n, eval_pool **out, kevo_error *err) {
   *out = NULL;
   evalredis *first = NULL;
@@ -402,15 +448,25 @@ int eval_pool_redis(const evalredis_opts *opts, int n, eval_pool **out, kevo_err
     evalredis_free(first);
     return rc;
   }
-  if (n <= 0) n = live > 256 ? 256 : (int)live;
-  for (int i = 0; !rc && i < n; i++) {
-    evalredis *r = first;
-    if (i > 0 && (rc = evalredis_new(opts, &r, err))) break;
-    char label[64];
-    snprintf(label, sizeof label, "redis %s #%d", first->arch, i + 1);
-    eval_transport *t = NULL;
-    rc = eval_transport_new(&redis_ops, r, label, "", &t, err);
-    if (!rc) rc = eval_pool_add(pool, t, err);
+  int sized = n <= 0; /* by the live workers: it grows with them */
+  if (sized) n = live > POOL_REDIS_MAX ? POOL_REDIS_MAX : (int)live;
+  for (int i = 0; !rc && i < n; i++)
+    rc = add_transport(pool, opts, i == 0 ? first : NULL, err);
+  if (!rc && sized) {
+    redis_grow *g = calloc(1, sizeof *g);
+    if (g) {
+      g->opts = *opts;
+      g->opts.url = g->url = dup_or_null(opts->url);
+      g->opts.password_env = g->password_env = dup_or_null(opts->password_env);
+      g->opts.arch = g->arch = dup_or_null(opts->arch);
+    }
+    if (!g || (opts->url && !g->url) || (opts->password_env && !g->password_env) ||
+        (opts->arch && !g->arch)) {
+      redis_grow_free(g);
+      rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a Redis pool");
+    } else {
+      eval_pool_set_grow(pool, redis_grow_pool, g, redis_grow_free);
+    }
   }
   if (rc) {
     eval_pool_free(pool);

@@ -51,9 +51,10 @@ int evalredis_request(evalredis *r, cJSON *req, const kevo_blob *blobs, size_t n
                       double deadline_s, kevo_frame *reply, kevo_error *err);
 
 /* A pool (eval_pool.h) of n Redis transports for opts->arch, so a batch keeps n jobs in
- * flight (n <= 0: one per worker of the architecture alive now, at most 256). KEVO_E_WORKER
- * when no worker of the architecture is alive; evalredis_new's errors. The pool is sized once:
- * workers that join later share the jobs but add none in flight. */
+ * flight. n <= 0: one per worker of the architecture alive now, at most 256, and the pool
+ * grows (eval_pool_grow, before each batch) by one per worker that joins later; it never
+ * shrinks (a job for a worker that left waits in the stream for the others). KEVO_E_WORKER
+ * when no worker of the architecture is alive; evalredis_new's errors. */
 int eval_pool_redis(const evalredis_opts *opts, int n, eval_pool **out, kevo_error *err);
 
 /* requests answered, deaths (worker processes that died on a job, crash verdicts); spawns and

@@ -136,6 +136,22 @@ int evaluator_device(evaluator *ev, const cJSON **device, kevo_error *err) {
   return eval_pool_devices(ev->pool, device, err);
 }
 
+/* The pool grown by the workers that joined since the last batch (eval_pool_grow), and a slot
+ * for each new one. A pool that cannot grow now keeps the slots it has: not an error. */
+static void grow_slots(evaluator *ev) {
+  kevo_error err = {0};
+  if (eval_pool_grow(ev->pool, &err)) return;
+  size_t n = eval_pool_size(ev->pool);
+  if (n <= ev->nslots) return;
+  eval_slot *s = realloc(ev->slots, n * sizeof *s);
+  if (!s) return; /* the pool's extra transports stay unused */
+  memset(s + ev->nslots, 0, (n - ev->nslots) * sizeof *s);
+  for (size_t i = ev->nslots; i < n; i++)
+    s[i].t = eval_pool_at(ev->pool, i);
+  ev->slots = s;
+  ev->nslots = n;
+}
+
 size_t evaluator_workers(const evaluator *ev) {
   return ev->nslots;
 }
@@ -611,10 +627,11 @@ static int judge_device(eval_slot *sl, cJSON *res, const cJSON **dev, char *nogp
 /* The GPU that judged the result, in its device object (which the worker's reply replaces):
  * device.gpu (the slot's CUDA_VISIBLE_DEVICES value) and device.pci_bus (bus: from the slot's
  * hello, copied before the request, since a worker killed at a deadline takes its hello with it),
- * unless the reply named them itself (a remote worker). */
+ * unless the reply named them itself. A remote worker's reply names them (cmd_worker_redis.c);
+ * the slot's hello is any live worker's there, so it names nothing. */
 static void name_gpu(const eval_slot *sl, cJSON *res, const char *bus) {
   cJSON *d = cJSON_GetObjectItem(res, "device");
-  if (!cJSON_IsObject(d)) return;
+  if (!cJSON_IsObject(d) || !strcmp(sl->t->ops->kind, "redis")) return;
   if (sl->t->gpu[0] && !cJSON_GetObjectItem(d, "gpu"))
     cJSON_AddStringToObject(d, "gpu", sl->t->gpu);
   if (bus[0] && !cJSON_GetObjectItem(d, "pci_bus")) cJSON_AddStringToObject(d, "pci_bus", bus);
@@ -1006,6 +1023,7 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
   if (!threaded) compile_main(&cp);
   /* Meanwhile: the workers' hello, the reference, and the Triton candidates (their launch
    * chunks give the signatures; then every Triton compile at once). */
+  grow_slots(ev);
   const cJSON *dev = NULL;
   kevo_error derr = {0};
   int drc = evaluator_device(ev, &dev, &derr), have_dev = drc == KEVO_OK;

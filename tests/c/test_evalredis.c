@@ -117,6 +117,13 @@ static int request(evalredis *r, double deadline_s, char *by, size_t cap, kevo_e
   if (!rc) {
     const char *w = cJSON_GetStringValue(cJSON_GetObjectItem(reply.header, "by"));
     if (by && w) snprintf(by, cap, "%s", w);
+    /* the result names the worker and its GPU (HOST:N), not the driver's idea of one */
+    const cJSON *d = cJSON_GetObjectItem(reply.header, "device");
+    const char *dw = cJSON_GetStringValue(cJSON_GetObjectItem(d, "worker"));
+    const char *dg = cJSON_GetStringValue(cJSON_GetObjectItem(d, "gpu"));
+    const char *dh = cJSON_GetStringValue(cJSON_GetObjectItem(d, "host"));
+    CHECK(w && dw && !strcmp(w, dw));
+    CHECK(dg && dh && !strncmp(dg, dh, strlen(dh)) && dg[strlen(dh)] == ':');
     CHECK(cJSON_GetObjectItem(reply.header, "verdict") != NULL);
     CHECK(cJSON_IsNumber(cJSON_GetObjectItem(reply.header, "id")));
     kevo_frame_free(&reply);
@@ -322,6 +329,37 @@ static void test_killed_worker(void) {
   evalredis_free(r);
 }
 
+/* A pool sized by the live workers grows with them: a worker that joins adds a job in flight
+ * from the next eval_pool_grow on (the evaluator's next batch); one alive gives one. */
+static void test_pool_grows(void) {
+  char url[512];
+  url_for(url, sizeof url, &base, 5);
+  flush_db(&base, 5);
+  pid_t w1 = start_bridge(url, "ok", NULL, NULL);
+  evalredis *probe = driver(url, 0);
+  CHECK(wait_alive(probe));
+  evalredis_opts o = {.url = url, .arch = "sm_90", .queue_s = 20};
+  eval_pool *pool = NULL;
+  kevo_error err = {0};
+  CHECK(eval_pool_redis(&o, 0, &pool, &err) == KEVO_OK);
+  CHECK(pool && eval_pool_size(pool) == 1);
+  CHECK(eval_pool_grow(pool, &err) == KEVO_OK && eval_pool_size(pool) == 1);
+  pid_t w2 = start_bridge(url, "ok", NULL, NULL);
+  for (int i = 0; i < 150 && eval_pool_size(pool) < 2; i++) {
+    CHECK(eval_pool_grow(pool, &err) == KEVO_OK);
+    sleep_ms(100);
+  }
+  CHECK(eval_pool_size(pool) == 2);
+  CHECK(!strcmp(eval_pool_at(pool, 1)->label, "redis sm_90 #2"));
+  char by[256];
+  CHECK(request(eval_pool_at(pool, 1)->self, 10, by, sizeof by, &err) == KEVO_OK);
+  stop_bridge(w1); /* a worker that leaves takes no transport away */
+  CHECK(eval_pool_grow(pool, &err) == KEVO_OK && eval_pool_size(pool) == 2);
+  eval_pool_free(pool);
+  stop_bridge(w2);
+  evalredis_free(probe);
+}
+
 /* A job whose driver stopped waiting long ago (its entry id is ancient) is dropped unjudged. */
 static void test_stale_job(void) {
   char url[512], log[1024], logenv[1100];
@@ -516,6 +554,7 @@ int main(void) {
   test_slow_worker();
   test_killed_worker();
   test_stale_job();
+  test_pool_grows();
   if (redis_server()) {
     test_password();
     test_restart();
