@@ -65,13 +65,18 @@ function Session:pump_stderr()
     self:log(string.format("(%d bytes of its stderr dropped)", dropped))
   end
   if bytes == "" then return end
+  -- A plain search for each newline, linear in the bytes: a pattern like "([^\n]*)\n" tries
+  -- every start and scans to the end from each, and a chunk of one long line caught mid-write
+  -- (64 KiB, no newline) cost 25 s of the host's time, past --time (escape case 35).
   local text = self.partial .. bytes
-  local last = 1
-  for line, stop in text:gmatch("([^\n]*)\n()") do
-    self:log(line)
-    last = stop
+  local at = 1
+  while true do
+    local nl = text:find("\n", at, true)
+    if not nl then break end
+    self:log(text:sub(at, nl - 1))
+    at = nl + 1
   end
-  self.partial = text:sub(last, last + 4000)
+  self.partial = text:sub(at, at + 4000)
 end
 
 -- Every line the strategy writes (log messages, stderr) passes here on its way to the user's
