@@ -6,8 +6,11 @@ as one JSON line, to LOG_FILE. The kevo run tests of imported KernelBench proble
 asked (the prompt must carry the signature and the PyTorch specification).
 
 usage: canned_llm_server.py REPLY_FILE[,REPLY_FILE...] LOG_FILE
+       canned_llm_server.py --by-key KEY=REPLY_FILE[,KEY=REPLY_FILE...] LOG_FILE
 With several files the server replays a fixed script: request k gets file k, the last one after
-that (bench/profile.sh). Prints "PORT <n>" once listening on 127.0.0.1, then serves until killed.
+that (bench/profile.sh). With --by-key a request gets the file of the first KEY its body holds
+(a kernel's name, for a suite of several problems: tests/gpu/test_suite_torch.sh), an error
+when it holds none. Prints "PORT <n>" once listening on 127.0.0.1, then serves until killed.
 """
 import json
 import sys
@@ -20,6 +23,7 @@ LOCK = threading.Lock()
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     replies = [""]
+    keys = []
     served = [0]
     log = None
 
@@ -43,8 +47,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         with LOCK, open(self.log, "a") as f:
             f.write(json.dumps(req) + "\n")
-            reply = self.replies[min(self.served[0], len(self.replies) - 1)]
+            if self.keys:
+                text = raw.decode("utf-8", "replace")
+                hits = [i for i, k in enumerate(self.keys) if k in text]
+                reply = self.replies[hits[0]] if hits else None
+            else:
+                reply = self.replies[min(self.served[0], len(self.replies) - 1)]
             self.served[0] += 1
+        if reply is None:
+            self.send_json(400, {"error": {"message": "no reply for this request's key"}})
+            return
         n = int(req.get("n", 1))
         choices = [{"index": i, "message": {"role": "assistant", "content": reply},
                     "finish_reason": "stop"} for i in range(n)]
@@ -58,14 +70,23 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.stderr.write("usage: canned_llm_server.py REPLY_FILE[,REPLY_FILE...] LOG_FILE\n")
+    args = sys.argv[1:]
+    by_key = args[:1] == ["--by-key"]
+    if by_key:
+        args = args[1:]
+    if len(args) != 2:
+        sys.stderr.write("usage: canned_llm_server.py [--by-key] "
+                         "[KEY=]REPLY_FILE[,[KEY=]REPLY_FILE...] LOG_FILE\n")
         return 2
     Handler.replies = []
-    for path in sys.argv[1].split(","):
+    for item in args[0].split(","):
+        path = item
+        if by_key:
+            key, path = item.split("=", 1)
+            Handler.keys.append(key)
         with open(path) as f:
             Handler.replies.append(f.read())
-    Handler.log = sys.argv[2]
+    Handler.log = args[1]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print("PORT %d" % srv.server_address[1], flush=True)
     srv.serve_forever()
