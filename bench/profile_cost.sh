@@ -54,8 +54,8 @@ el() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b - a}'; }
 
 echo "== 1. the known kernels through the worker (profile_worker.py), the fixture"
 s=$SECONDS
-KEVO_NCU="$t/ncuwrap" PYTHONUNBUFFERED=1 timeout 60 python3 tests/gpu/profile_worker.py \
-  "$KEVO" "$t/known.cubin" "$res"
+KEVO_NCU="$t/ncuwrap" PYTHONUNBUFFERED=1 timeout 70 python3 tests/gpu/profile_worker.py \
+  "$KEVO" "$t/known.cubin" "$res" --standby
 echo "(profile_worker.py: $((SECONDS - s)) s; requests captured: $(ls "$t/cap" | tr '\n' ' '))"
 if [ -f "$res/profile_batch.json" ]; then
   cp "$res/profile_batch.json" "$OUT/known_h200.json"
@@ -111,9 +111,6 @@ run eight-base 3 ncu "${base[@]}" --metrics "$metrics"
 run eight-fast 3 ncu "${base[@]}" --metrics "$metrics" "${fast[@]}"
 run single-nostall 2 ncu "${base[@]}" --metrics "$nostall" "${fast[@]}"
 run single-1metric 2 ncu "${base[@]}" --metrics gpu__time_duration.sum "${fast[@]}"
-run single-nocache 2 ncu "${base[@]}" --metrics "$metrics" "${fast[@]}" --cache-control none
-run single-norules 2 ncu "${base[@]}" --metrics "$metrics" --apply-rules no --section-folder "$t/empty"
-run single-apponly 2 ncu "${base[@]}" --metrics "$metrics" --target-processes application-only
 echo "== 3. the tensor kernel: what fills sm__throughput (breakdown), tensor metrics of gh100"
 left 84 && run known-breakdown 1 ncu "${base[@]}" --kernel-name "regex:^(tensor_mma|register_heavy|bank_conflicts)\$" \
   --metrics "breakdown:sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
@@ -121,6 +118,9 @@ grep -E '"(tensor_mma|register_heavy|bank_conflicts)"' "$res/known-breakdown.out
   awk -F'","' '{for (i = 1; i <= NF; i++) if ($i ~ /^(tensor_mma|register_heavy|bank_conflicts)$/) k = $i
                 print k, $(NF-2), $NF}' | head -60
 left 84 && ncu --query-metrics --chip "gh100" 2>/dev/null | grep -iE "pipe_(tensor|shared)" | head -20
+run single-nocache 2 ncu "${base[@]}" --metrics "$metrics" "${fast[@]}" --cache-control none
+run single-norules 2 ncu "${base[@]}" --metrics "$metrics" --apply-rules no --section-folder "$t/empty"
+run single-apponly 2 ncu "${base[@]}" --metrics "$metrics" --target-processes application-only
 left 72 && TO=12 run single-appreplay 2 ncu "${base[@]}" --metrics "$metrics" --replay-mode application "${fast[@]}"
 echo "== timeline of single-base (s since ncu started)"
 grep "==" "$res/single-base.out" | head -20

@@ -52,18 +52,21 @@ static int worker_main(int argc, char **argv) {
         if (!strcmp((*c)->name, "worker-redis")) return (*c)->main(argc, argv);
   int ordinal = 0;
   const char *replay = NULL;
+  pid_t standby_for = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) {
       ordinal = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--profile-replay") && i + 1 < argc) {
       replay = argv[++i]; /* the profile stage's child, run under ncu (gpuprofile.c) */
+    } else if (!strcmp(argv[i], "--profile-standby") && i + 1 < argc) {
+      standby_for = (pid_t)atol(argv[++i]); /* ... started ahead, waiting for that worker */
     } else {
       fprintf(stderr, "usage: kevo worker [--device N]\n"
                       "       kevo worker --redis URL ... (kevo worker-redis --help)\n");
       return KEVO_EXIT_USAGE;
     }
   }
-  if (replay) return kevo_gpu_profile_replay(replay, ordinal);
+  if (replay) return kevo_gpu_profile_replay(replay, ordinal, standby_for);
   pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) return KEVO_EXIT_FAILED; /* the parent died before prctl */
@@ -127,6 +130,8 @@ static int worker_main(int argc, char **argv) {
                 : no_gpu_result(gerr.msg);
     } else if (!strcmp(op, "profile")) { /* a child of its own opens the device */
       msg = kevo_gpu_profile(ordinal, f.header, f.blobs, f.nblobs);
+    } else if (!strcmp(op, "profile_standby")) {
+      msg = kevo_gpu_profile_standby(ordinal);
     } else if (!gpu && needs_gpu) { /* inputs, put_reference */
       msg = kevo_gpu_error_reply("E_NOGPU", gerr.msg);
     } else if (!strcmp(op, "inputs")) {
@@ -147,6 +152,7 @@ static int worker_main(int argc, char **argv) {
     }
     if (stop || wrc) break;
   }
+  kevo_gpu_profile_standby_stop();
   kevo_gpu_release_lent(gpu);
   kevo_gpu_close(gpu);
   close(out);
@@ -157,7 +163,8 @@ const struct kevo_command kevo_cmd_worker = {
     "worker", "the evaluator process that owns a GPU (started by kevo itself)",
     "usage: kevo worker [--device N]\n\n"
     "Reads request frames on stdin and writes reply frames on stdout (docs/worker.md): hello,\n"
-    "devices, evaluate, inputs, put_reference, profile, bye. Not meant to be run by hand: the "
+    "devices, evaluate, inputs, put_reference, profile, profile_standby, bye. Not meant to be run "
+    "by hand: the "
     "driver starts "
     "one\n"
     "per GPU.\n\n"

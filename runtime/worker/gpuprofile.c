@@ -22,10 +22,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,7 +35,7 @@
 
 #define DRV (&e->g->drv)
 
-enum { MAX_PLANS = 64, TEXT_CAP = 32 << 20 };
+enum { MAX_PLANS = 64, TEXT_CAP = 32 << 20, STANDBY_IDLE_S = 900 };
 
 /* ---- the replay child ------------------------------------------------------------------- */
 
@@ -55,25 +57,52 @@ static void plan_error(wk_eval *e, cJSON *entry) {
   e->message[0] = '\0';
 }
 
-int kevo_gpu_profile_replay(const char *dir, int ordinal) {
+/* A standby child's wait (docs/profile.md "Cost"): its device is open under ncu; the worker's
+ * go is a byte on DIR/go (a FIFO, opened before the device so the worker can write to it). Gives
+ * up when the worker is gone or after STANDBY_IDLE_S. Returns 0 on the go, -1 else. */
+static int standby_wait(int go, pid_t worker) {
+  double t0 = wk_now_ms();
+  while (go >= 0 && wk_now_ms() - t0 < STANDBY_IDLE_S * 1000.0) {
+    struct pollfd p = {go, POLLIN, 0};
+    int n = poll(&p, 1, 1000);
+    char c;
+    if (n > 0 && (p.revents & POLLIN) && read(go, &c, 1) == 1) return 0;
+    if (n > 0 && !(p.revents & POLLIN)) return -1; /* the worker closed it without a go */
+    if (kill(worker, 0) && errno == ESRCH) return -1;
+  }
+  return -1;
+}
+
+int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
   char path[4096];
+  snprintf(path, sizeof path, "%s/go", dir);
+  int go = standby_for > 0 ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
   snprintf(path, sizeof path, "%s/request", dir);
   cJSON *man = cJSON_CreateObject();
   cJSON *plans_out = cJSON_AddArrayToObject(man, "plans");
   kevo_frame f = {0};
-  kevo_error err = {0};
+  kevo_error err = {0}, gerr = {0};
   kevo_gpu *g = NULL;
   wk_eval *e = calloc(1, sizeof *e);
   wk_shape *s = calloc(1, sizeof *s);
   wk_plan *plans = calloc(MAX_PLANS, sizeof *plans);
-  int rc = 1, fd = open(path, O_RDONLY | O_CLOEXEC);
+  int rc = 1, fd = -1;
+  int opened = !kevo_gpu_open(ordinal, 0, &g, &gerr); /* 1: no probes to time */
+  if (standby_for > 0 && standby_wait(go, standby_for)) {
+    if (go >= 0) close(go);
+    free(plans), free(s), free(e), cJSON_Delete(man);
+    kevo_gpu_close(g);
+    return 0; /* no request came: no manifest, nothing profiled */
+  }
+  if (go >= 0) close(go);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
   if (!e || !s || !plans || fd < 0 || kevo_frame_read(fd, &f, -1, &err)) {
     cJSON_AddStringToObject(man, "error", err.msg[0] ? err.msg : "cannot read the request");
     goto out;
   }
-  if (kevo_gpu_open(ordinal, 0, &g, &err)) { /* 1: no probes to time */
-    cJSON_AddStringToObject(man, "error", err.msg);
-    cJSON_AddBoolToObject(man, "no_gpu", err.status == KEVO_E_NOGPU);
+  if (!opened) {
+    cJSON_AddStringToObject(man, "error", gerr.msg);
+    cJSON_AddBoolToObject(man, "no_gpu", gerr.status == KEVO_E_NOGPU);
     goto out;
   }
   e->g = g;
@@ -146,7 +175,7 @@ static char *slurp(const char *path) {
 }
 
 static void rm_dir(const char *dir) {
-  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out", NULL};
+  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out", "go", NULL};
   char path[4096];
   for (int i = 0; files[i]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -163,14 +192,14 @@ static cJSON *fail_reply(const char *code, const char *reason, const char *fmt, 
   return r;
 }
 
-/* Runs argv with stdout and stderr into out_path, in its own process group; waits at most
- * deadline_ms, then kills the group. Returns the exit status, -2 on the deadline, -1 when it
- * could not start. */
-static int run_deadline(char *const argv[], const char *out_path, double deadline_ms) {
+/* Starts argv with stdout and stderr into out_path, in its own process group (killed with the
+ * worker when pdeath). Returns its pid, or -1 when it could not fork. */
+static pid_t spawn_group(char *const argv[], const char *out_path, int pdeath) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     setpgid(0, 0);
+    if (pdeath) prctl(PR_SET_PDEATHSIG, SIGKILL);
     int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || nul < 0 || dup2(nul, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(126);
@@ -178,7 +207,12 @@ static int run_deadline(char *const argv[], const char *out_path, double deadlin
     _exit(127);
   }
   setpgid(pid, pid);
-  double t0 = wk_now_ms();
+  return pid;
+}
+
+/* Waits for pid until t0 + deadline_ms (wk_now_ms's clock), then kills its group. Returns the
+ * exit status, -2 on the deadline, -1 on an error. */
+static int wait_group(pid_t pid, double t0, double deadline_ms) {
   for (;;) {
     int st;
     pid_t w = waitpid(pid, &st, WNOHANG);
@@ -190,9 +224,141 @@ static int run_deadline(char *const argv[], const char *out_path, double deadlin
       waitpid(pid, &st, 0);
       return -2;
     }
-    struct timespec ts = {0, 5 * 1000 * 1000};
+    struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+}
+
+/* argv of one ncu run over the replay child (into argv[NCU_ARGV]): ncu's flags, the log in
+ * DIR/ncu.csv, then `SELF worker --profile-replay DIR --device N [--profile-standby PID]`.
+ * Clocks are left alone. The strings live in the caller's buffers. */
+enum { NCU_ARGV = 32 };
+typedef struct ncu_cmd {
+  char *argv[NCU_ARGV];
+  char csv[4200], dev[16], pid[24];
+} ncu_cmd;
+
+static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, pid_t standby) {
+  snprintf(c->csv, sizeof c->csv, "%s/ncu.csv", dir);
+  snprintf(c->dev, sizeof c->dev, "%d", ordinal);
+  snprintf(c->pid, sizeof c->pid, "%ld", (long)standby);
+  char *fixed[] = {ncu,
+                   "--csv",
+                   "--print-units",
+                   "base",
+                   "--log-file",
+                   c->csv,
+                   "--clock-control",
+                   "none",
+                   "--metrics",
+                   (char *)wk_ncu_metrics(),
+                   self,
+                   "worker",
+                   "--profile-replay",
+                   dir,
+                   "--device",
+                   c->dev,
+                   NULL};
+  int n = 0;
+  for (; fixed[n]; n++)
+    c->argv[n] = fixed[n];
+  if (standby > 0) {
+    c->argv[n++] = "--profile-standby";
+    c->argv[n++] = c->pid;
+  }
+  c->argv[n] = NULL;
+}
+
+/* ---- the standby: an ncu already started (docs/profile.md "Cost") -------------------------- */
+
+/* One ncu over a replay child that has opened its device and waits for a request: started when
+ * asked (the profile_standby op, or after each profile once asked), it takes the next profile
+ * request of its device, so ncu's start-up and the child's CUDA set-up are not waited for. */
+static struct {
+  pid_t pid; /* 0: none */
+  int ordinal, armed;
+  char dir[4096];
+} standby;
+
+static void standby_drop(void) {
+  if (standby.pid > 0) {
+    int st;
+    kill(-standby.pid, SIGKILL);
+    kill(standby.pid, SIGKILL);
+    waitpid(standby.pid, &st, 0);
+    rm_dir(standby.dir);
+  }
+  standby.pid = 0;
+}
+
+void kevo_gpu_profile_standby_stop(void) {
+  standby_drop();
+  standby.armed = 0;
+}
+
+/* Starts the standby for device ordinal (dropping one of another device). 0, or -1 with why. */
+static int standby_start(int ordinal, char *why, size_t whylen) {
+  char ncu[4096], self[4096];
+  if (standby.pid > 0 && standby.ordinal == ordinal && !waitpid(standby.pid, NULL, WNOHANG))
+    return 0; /* one is waiting already */
+  if (standby.pid > 0) rm_dir(standby.dir);
+  standby.pid = 0;
+  if (wk_ncu_find(ncu, sizeof ncu)) return snprintf(why, whylen, "no ncu at %s", ncu), -1;
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return snprintf(why, whylen, "cannot find kevo's own binary"), -1;
+  self[n] = '\0';
+  const char *tmp = getenv("TMPDIR");
+  snprintf(standby.dir, sizeof standby.dir, "%s/kevo-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  char go[4200], outp[4200];
+  if (!mkdtemp(standby.dir)) return snprintf(why, whylen, "mkdtemp: %s", strerror(errno)), -1;
+  snprintf(go, sizeof go, "%s/go", standby.dir);
+  snprintf(outp, sizeof outp, "%s/ncu.out", standby.dir);
+  if (mkfifo(go, 0600)) {
+    snprintf(why, whylen, "mkfifo: %s", strerror(errno));
+    rm_dir(standby.dir);
+    return -1;
+  }
+  ncu_cmd cmd;
+  ncu_argv(&cmd, ncu, self, standby.dir, ordinal, getpid());
+  standby.pid = spawn_group(cmd.argv, outp, 1);
+  if (standby.pid < 0) {
+    standby.pid = 0;
+    snprintf(why, whylen, "fork: %s", strerror(errno));
+    rm_dir(standby.dir);
+    return -1;
+  }
+  standby.ordinal = ordinal;
+  return 0;
+}
+
+cJSON *kevo_gpu_profile_standby(int ordinal) {
+  char why[600] = "";
+  standby.armed = 1;
+  if (standby_start(ordinal, why, sizeof why))
+    return fail_reply("E_UNSUPPORTED", "no_tool", "%s", why);
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddBoolToObject(r, "ok", 1);
+  return r;
+}
+
+/* Hands the request (already in the standby's DIR/request) to the standby: one byte on DIR/go,
+ * retried while the child has not opened it yet (ncu still starting). Returns 0, or -1 when
+ * the standby died or did not open it before t0 + deadline_ms. */
+static int standby_go(const char *dir, pid_t pid, double t0, double deadline_ms) {
+  char go[4200];
+  snprintf(go, sizeof go, "%s/go", dir);
+  while (wk_now_ms() - t0 < deadline_ms) {
+    int fd = open(go, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      int ok = write(fd, "g", 1) == 1;
+      close(fd);
+      return ok ? 0 : -1;
+    }
+    if (errno != ENXIO || waitpid(pid, NULL, WNOHANG)) return -1;
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -1;
 }
 
 /* Assigns ncu's kernels (in order) to the plans by the counts in the manifest. */
@@ -303,19 +469,26 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return fail_reply("E_INTERNAL", "failed", "cannot find kevo's own binary%s", "");
   self[n] = '\0';
-  const char *tmp = getenv("TMPDIR");
+  /* the standby of this device when one waits, else a folder of its own */
+  pid_t pid = 0;
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s/kevo-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir))
+  if (standby.pid > 0 && standby.ordinal == ordinal && !waitpid(standby.pid, NULL, WNOHANG)) {
+    pid = standby.pid;
+    snprintf(dir, sizeof dir, "%s", standby.dir);
+  } else if (standby.pid > 0) {
+    standby_drop();
+  }
+  standby.pid = 0; /* taken (or none) */
+  const char *tmp = getenv("TMPDIR");
+  if (!pid) snprintf(dir, sizeof dir, "%s/kevo-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!pid && !mkdtemp(dir))
     return fail_reply("E_IO", "failed", "cannot make a folder: %s", strerror(errno));
 
   cJSON *res = NULL, *man = NULL, *kernels = NULL;
   char *log = NULL, *out = NULL;
-  char path[4200], csv[4200], outp[4200], dev[16];
+  char path[4200], outp[4200];
   snprintf(path, sizeof path, "%s/request", dir);
-  snprintf(csv, sizeof csv, "%s/ncu.csv", dir);
   snprintf(outp, sizeof outp, "%s/ncu.out", dir);
-  snprintf(dev, sizeof dev, "%d", ordinal);
   kevo_error err = {0};
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   cJSON *copy = cJSON_Duplicate(req, 1);
@@ -326,25 +499,16 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   }
   close(fd);
   fd = -1;
-  char *argv[] = {ncu,
-                  "--csv",
-                  "--print-units",
-                  "base",
-                  "--log-file",
-                  csv,
-                  "--clock-control",
-                  "none",
-                  "--metrics",
-                  (char *)wk_ncu_metrics(),
-                  self,
-                  "worker",
-                  "--profile-replay",
-                  dir,
-                  "--device",
-                  dev,
-                  NULL};
-  int rc = run_deadline(argv, outp, deadline);
-  log = slurp(csv);
+  ncu_cmd cmd;
+  ncu_argv(&cmd, ncu, self, dir, ordinal, 0);
+  if (pid && standby_go(dir, pid, t0, deadline)) { /* the standby died: run one of our own */
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    pid = 0;
+  }
+  if (!pid) pid = spawn_group(cmd.argv, outp, 0);
+  int rc = pid > 0 ? wait_group(pid, t0, deadline) : -1;
+  log = slurp(cmd.csv);
   out = slurp(outp);
   char mpath[4200];
   snprintf(mpath, sizeof mpath, "%s/manifest", dir);
@@ -370,5 +534,10 @@ done:
   free(log);
   free(out);
   rm_dir(dir);
+  if (standby.armed && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
+    /* the next one starts while the driver reads this reply */
+    char why[600];
+    standby_start(ordinal, why, sizeof why);
+  }
   return res;
 }

@@ -5,6 +5,7 @@
 #define KEVO_GPUPROFILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "proto.h"
 
@@ -16,10 +17,20 @@
  * no device of its own: the child opens one. Never NULL. */
 cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, size_t nblobs);
 
-/* The replay child, run under ncu: reads DIR/request, opens device `ordinal`, draws the inputs
- * of the request's shape once, then with the profiler on (cuProfilerStart) runs each plan of
- * profile.plans once, in order, and writes DIR/manifest ({"plans": [{"kernels": n, "error"?}]},
- * what ncu's kernel numbering is matched against). Returns a process exit status. */
-int kevo_gpu_profile_replay(const char *dir, int ordinal);
+/* The `profile_standby` op (docs/profile.md "Cost"): starts ncu over a replay child that opens
+ * device `ordinal` and waits; the next profile request of that device is handed to it, so ncu's
+ * start-up and the child's CUDA set-up are not waited for. From then on each profile request
+ * starts the next standby once it has replied. Replies {"ok": true} or {"ok": false, "error",
+ * "reason": "no_tool"}. kevo_gpu_profile_standby_stop kills a waiting one (the worker's exit). */
+cJSON *kevo_gpu_profile_standby(int ordinal);
+void kevo_gpu_profile_standby_stop(void);
+
+/* The replay child, run under ncu: opens device `ordinal`; with standby_for (the worker's pid)
+ * > 0 waits for the worker's go (a byte on the FIFO DIR/go; it gives up, writing nothing, when
+ * that worker is gone or after 15 minutes); reads DIR/request, draws the inputs of the
+ * request's shape once, runs each plan of profile.plans once, in order, and writes
+ * DIR/manifest ({"plans": [{"kernels": n, "error"?}]}, what ncu's kernel numbering is matched
+ * against). Returns a process exit status. */
+int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for);
 
 #endif

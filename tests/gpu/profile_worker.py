@@ -1,8 +1,10 @@
 """The worker's profile op on kernels whose bottleneck is known (tests/gpu/profile_kernels).
 
-usage: profile_worker.py KEVO CUBIN OUTDIR
+usage: profile_worker.py KEVO CUBIN OUTDIR [--standby]
 Sends one batch (the reference copy and the five known kernels), then a single plan and a batch
-of eight copies (for the time per candidate), then a request with no ncu (must say why). Writes
+of eight copies (for the time per candidate), then a request with no ncu (must say why); with
+--standby, also the single plan and the eight again to one worker with a standby (ncu started
+ahead: the profile_standby op, docs/profile.md "Cost"), timing the requests only. Writes
 each reply to OUTDIR/profile_*.json (the batch's CSV too: ncu's own output, the recorded metric
 set tests/fixtures/ncu/ holds) and prints the times. Exit 1 when a reply is not as it must be.
 """
@@ -99,6 +101,24 @@ def main():
     if r1.get("ok") and r8.get("ok"):
         print("time per candidate: %.2f s alone, %.3f s each in a batch of 8, %.3f s marginal"
               % (t1, t8 / 8, (t8 - t1) / 7))
+    if "--standby" in sys.argv[4:]:
+        w = Worker(kevo)
+        w.call({"op": "profile_standby"}, [], timeout=20)
+        times = []
+        for name, plans in (("standby_single", known[1:2]), ("standby_eight", [
+                ("copy%d" % i, "candidate", known[1][2]) for i in range(8)]),
+                ("standby_single2", known[1:2])):
+            time.sleep(4.5)  # the standby starts: ncu, the child's CUDA set-up
+            t0 = time.time()
+            r = w.call(request(plans), [cubin, cubin], timeout=120)
+            times.append(time.time() - t0)
+            print("%-16s %d plans: ok=%s %.2f s wall (worker says %s ms) %s" % (
+                name, len(plans), r.get("ok"), times[-1], r.get("ms"), r.get("error", "")))
+            if not r.get("ok"):
+                bad += 1
+        w.close()
+        print("with a standby: %.2f s alone (%.2f s again), %.3f s each in a batch of 8"
+              % (times[0], times[2], times[1] / 8))
     rn, _ = run("no_ncu", known[1:2], {"KEVO_NCU": "/nonexistent/ncu"})
     if rn.get("ok") or rn.get("reason") != "no_tool":
         print("no ncu: expected reason no_tool, got %r" % rn)

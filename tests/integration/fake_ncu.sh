@@ -3,7 +3,9 @@
 # replay child's own path is exercised: without a GPU it writes a manifest saying why), then
 # writes FAKE_NCU_CSV (a recorded ncu CSV, tests/fixtures/ncu/) to --log-file and, when
 # FAKE_NCU_MANIFEST is set, puts that manifest in place of the child's. FAKE_NCU_ERROR: print
-# that line (as ncu prints its errors) and write no CSV.
+# that line (as ncu prints its errors) and write no CSV. FAKE_NCU_SLEEP: seconds to wait first
+# (ncu's own start-up).
+[ -n "${FAKE_NCU_SLEEP:-}" ] && sleep "$FAKE_NCU_SLEEP"
 log=""
 while [ $# -gt 0 ]; do
   case $1 in

@@ -81,6 +81,33 @@ r = profile({"KEVO_NCU": fake, "FAKE_NCU_CSV": f.name,
 os.unlink(f.name)
 check(r["ok"] and r["plans"][0]["kernels"][0]["name"] == "bank(float *)",
       "the child's own kv_ kernels are not a plan's")
+# the standby (profile_standby): ncu already started when the request comes; re-armed after
+# each profile; a fake ncu that takes 1 s to start shows which run served the request
+import time  # noqa: E402
+e = dict(os.environ)
+e.update({"KEVO_NCU": fake, "FAKE_NCU_CSV": csv, "FAKE_NCU_SLEEP": "1", "FAKE_NCU_MANIFEST":
+          json.dumps({"plans": [{"kernels": 1}, {"kernels": 1}, {"error": "no kernel named c"}]})})
+w = Worker(kevo, env=e)
+t = time.time()
+cold = w.call(REQ, [b"\x00" * 64], timeout=60)
+t_cold = time.time() - t
+arm = w.call({"op": "profile_standby"}, [], timeout=10)
+check(arm.get("ok") is True, "profile_standby: %r" % arm)
+time.sleep(1.5)
+t = time.time()
+warm = w.call(REQ, [b"\x00" * 64], timeout=60)
+t_warm = time.time() - t
+time.sleep(1.5)
+t = time.time()
+again = w.call(REQ, [b"\x00" * 64], timeout=60)
+t_again = time.time() - t
+w.close()
+check(cold["ok"] and warm["ok"] and again["ok"] and
+      warm["plans"][1]["kernels"][0]["metrics"]["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"]
+      == 8132853, "the standby's profile reads back as a cold one")
+check(t_cold > 1.0 and t_warm < 0.7 and t_again < 0.7,
+      "the standby's start-up is not waited for: cold %.2f s, standby %.2f s, re-armed %.2f s"
+      % (t_cold, t_warm, t_again))
 r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "something odd"})
 check(not r["ok"] and "detail" in r and "something odd" in r["detail"],
       "a failure carries what ncu said last")
