@@ -31,6 +31,12 @@ local function usage_error(fmt, ...)
   error(setmetatable({message = string.format(fmt, ...)}, Usage), 0)
 end
 
+-- Why a problem with a PyTorch reference is refused through --eval (kevo suite says it too).
+M.TORCH_OVER_REDIS = "is not evaluated through Redis: the reference outputs are made by a " ..
+  "PyTorch process sharing the worker's GPU memory and kept in that worker between requests, " ..
+  "while a Redis job may go to any worker (docs/redis.md); judge such problems with --gpus on " ..
+  "a GPU host"
+
 -- Whether e is a usage error (kevo suite tells them from failures the same way).
 function M.is_usage(e) return getmetatable(e) == Usage end
 
@@ -400,10 +406,8 @@ local function make_evaluator(task, cfg, host, spec)
     usage_error("--gpus and --eval exclude each other: the GPUs of --eval are its workers'")
   end
   if cfg.eval and type(task.reference) == "table" and task.reference.lang == "torch" then
-    -- its reference outputs live in one worker's memory between requests, and consecutive jobs
-    -- may go to different workers (docs/redis.md)
-    usage_error("--eval: problems with a PyTorch reference (KernelBench) are not evaluated " ..
-                "through Redis yet; use --gpus on the GPU host")
+    usage_error("--eval: %s has a PyTorch reference (a KernelBench problem), which %s",
+                task.name or cfg.recipe, M.TORCH_OVER_REDIS)
   end
   if cfg.eval_password_env and not cfg.eval then
     usage_error("--eval-password-env names the password of --eval's Redis: --eval is missing")
@@ -681,7 +685,8 @@ local function prepare(cfg, host)
     if not db then M.archive_failed(dberr) end
     row, rec = M.recorded(db, cfg.resume)
     cfg.recipe, cfg.strategy, cfg.sets, cfg.arch = rec.recipe, rec.strategy, rec.sets, rec.arch
-    cfg.gpus = cfg.gpus or rec.gpus -- the GPUs may change: results do not depend on them
+    -- the GPUs may change (--gpus, or --eval's workers): results do not depend on them
+    if not cfg.eval then cfg.gpus = cfg.gpus or rec.gpus end
     cfg.seed = row.seed or 1
     math.randomseed(cfg.seed) -- what the sandbox got from --seed when the run started
   end

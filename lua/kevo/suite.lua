@@ -22,10 +22,18 @@ local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 local USAGE = "usage: kevo suite PATH... [--strategy NAME] [--llm PROVIDER:MODEL] " ..
               "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
-              "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1] [--out DIR] " ..
+              "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1] " ..
+              "[--eval redis://HOST:PORT/DB [--eval-password-env VAR]] [--out DIR] " ..
               "[--json FILE]\n" ..
-              "       kevo suite --resume SUITE [--gpus ...] [--db PATH] [--out DIR] " ..
-              "[--json FILE] (see kevo suite --help)"
+              "       kevo suite --resume SUITE [--gpus ...] [--eval ...] [--db PATH] " ..
+              "[--out DIR] [--json FILE] (see kevo suite --help)"
+
+-- The options a resume may give anew (where the evaluations run, where things are kept); the
+-- rest are the suite's own, recorded when it started.
+local RESUME_TAKES = {["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true,
+                      ["--db"] = true, ["--out"] = true}
+-- Where evaluations run: given anew on a resume, they replace the recorded ones together.
+local WHERE = {["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true}
 
 
 -- Parses argv: {paths = {...}, flags = {run flags, as given}, resume = N, json = FILE, cfg =
@@ -67,7 +75,7 @@ function M.parse_args(argv)
     end
     for j = 1, #o.flags, 2 do
       local f = o.flags[j]
-      if f ~= "--gpus" and f ~= "--db" and f ~= "--out" then
+      if not RESUME_TAKES[f] then
         run.usage_error("--resume takes %s from suite %d (recorded when it started): drop %s",
                         f:sub(3), o.resume, f)
       end
@@ -164,6 +172,22 @@ local function runs_of(db, sid)
   return by
 end
 
+-- Through --eval (Redis) a KernelBench problem file is refused before the suite starts, naming
+-- them: its PyTorch reference cannot follow a job to a remote worker (run.TORCH_OVER_REDIS). A
+-- recipe with a PyTorch reference (one kevo import wrote) is refused when its turn comes: a
+-- line with that error, and the suite goes on.
+local function refuse_torch_over_redis(problems, cfg)
+  if not cfg.eval then return end
+  local names = {}
+  for _, p in ipairs(problems) do
+    if p.kind == "kbench" then names[#names + 1] = p.path:match("([^/]+)$") or p.path end
+  end
+  if #names == 0 then return end
+  run.usage_error("--eval: %s: a KernelBench problem (a PyTorch reference) %s; or leave %s out " ..
+                  "of this suite", table.concat(names, ", "), run.TORCH_OVER_REDIS,
+                  #names == 1 and "it" or "them")
+end
+
 -- The suite's row: a new one (its problems and options recorded), or the one to resume.
 local function open_suite(o, db, host)
   if o.resume then
@@ -174,9 +198,17 @@ local function open_suite(o, db, host)
       run.usage_error("run %d is not a suite (kevo run --resume %d goes on with a run)", o.resume,
                       o.resume)
     end
-    -- the recorded options, with --gpus, --db and --out as given now
+    -- the recorded options, with --gpus or --eval, --db and --out as given now
+    local anew = {}
+    for j = 1, #o.flags, 2 do anew[o.flags[j]] = true end
+    local moved = anew["--gpus"] or anew["--eval"]
     local flags = {}
-    for _, f in ipairs(c.flags or {}) do flags[#flags + 1] = f end
+    local rf = c.flags or {}
+    for j = 1, #rf, 2 do
+      if not anew[rf[j]] and not (moved and WHERE[rf[j]]) then
+        flags[#flags + 1], flags[#flags + 2] = rf[j], rf[j + 1]
+      end
+    end
     for _, f in ipairs(o.flags) do flags[#flags + 1] = f end
     local args = {"suite-problem"}
     for _, f in ipairs(flags) do args[#args + 1] = f end
@@ -190,6 +222,7 @@ local function open_suite(o, db, host)
     return row.id, c.problems
   end
   local problems = expand(o.paths, host)
+  refuse_torch_over_redis(problems, o.cfg)
   local sid = assert(db:run_create{
     recipe = ("suite of %d problem%s"):format(#problems, #problems == 1 and "" or "s"),
     strategy = "suite", seed = o.cfg.seed,
@@ -207,13 +240,13 @@ local function search_one(o, db, sid, i, prob, existing, host, st)
     local args = {"--resume", tostring(existing.id)}
     for j = 1, #o.flags, 2 do
       local f = o.flags[j]
-      if f == "--gpus" or f == "--db" or f == "--out" or f == "--max-evals" or f == "--time" or
+      if WHERE[f] or f == "--db" or f == "--out" or f == "--max-evals" or f == "--time" or
         f == "--budget-tokens" then
         args[#args + 1], args[#args + 2] = f, o.flags[j + 1]
       end
     end
     cfg = run.parse_args(args)
-    if o.cfg.gpus then cfg.gpus = o.cfg.gpus end
+    cfg.gpus, cfg.eval, cfg.eval_password_env = o.cfg.gpus, o.cfg.eval, o.cfg.eval_password_env
   else
     cfg = {}
     for k, v in pairs(o.cfg) do cfg[k] = v end

@@ -57,7 +57,7 @@ if "$KEVO" import "$KEVO_SRC/tests/kbench/relu.py" --description "$KEVO_SRC/test
   t "KernelBench problems stay local" 2 env KEVO_LLM_BASE_URL=http://127.0.0.1:9 \
     KEVO_LLM_KEY_ENV=KEVO_TEST_NO_SUCH_KEY "$KEVO" run "$tmp/kb/relu.yaml" --llm openai:m \
     --db kb.db --eval "$url"
-  has "PyTorch reference (KernelBench) are not evaluated through Redis yet"
+  has "has a PyTorch reference (a KernelBench problem), which is not evaluated through Redis"
 fi
 t "no worker alive" 1 "$KEVO" run "$recipe" --db none.db --eval "$url"
 has "no kevo worker for sm_90 is alive"; has "kevo worker --redis"
@@ -82,4 +82,38 @@ n0=$(grep -c "(evaluate): replied" "$tmp/worker0.log"); n1=$(grep -c "(evaluate)
 [ "$n0" -ge 1 ] && [ "$n1" -ge 1 ] \
   && echo "ok   both Redis workers judged ($n0 + $n1)" \
   || { echo "FAIL: Redis workers judged $n0 + $n1"; fail=1; }
+# each result names the worker's GPU (HOST:N), as a local pool's name theirs
+h=$(hostname)
+grep -q "^gpu $h:0 " redis.txt && grep -q "^gpu $h:1 " redis.txt \
+  && echo "ok   results name the Redis worker's GPU: $(grep ^gpu redis.txt | paste -sd' ')" \
+  || { echo "FAIL: device.gpu of Redis results"; grep ^gpu redis.txt; fail=1; }
+
+# kevo suite through Redis; one started on a local worker, killed between problems and resumed
+# with --eval, gives the same searches (docs/suite.md: --gpus or --eval may change on a resume)
+sdump() {
+  "$KEVO" script <(cat <<'LUA'
+local db = require("kevo.archive").open(arg[1], {readonly = true})
+local json = require "kevo.json"
+for _, r in ipairs(db:runs()) do
+  local c = json.decode(r.config)
+  if type(c.suite) == "table" then
+    for _, cand in ipairs(db:candidates(r.id)) do
+      print(c.suite.index, cand.knobs, db:evaluations(cand.id)[1].verdict)
+    end
+  end
+end
+LUA
+) "$1"
+}
+s2=("$recipe" "$recipe")
+t "a suite through Redis" 0 "$KEVO" suite "${s2[@]}" --max-evals 6 --db sa.db --eval "$url"
+has "suite 1 (done): 2 problems"
+t "a local suite killed between problems" 137 env KEVO_FAULT=suite:1 "$KEVO" suite "${s2[@]}" \
+  --max-evals 6 --db sb.db --gpus 0
+t "resumed through Redis" 0 "$KEVO" suite --resume 1 --db sb.db --eval "$url"
+has "suite 1 (done): 2 problems"
+sdump sa.db > sa.txt; sdump sb.db > sb.txt
+[ "$(wc -l < sa.txt)" = 12 ] && diff sa.txt sb.txt >/dev/null \
+  && echo "ok   the suite through Redis, and resumed there from a local start: the same searches" \
+  || { echo "FAIL: the suites differ"; diff sa.txt sb.txt | head; fail=1; }
 exit $fail

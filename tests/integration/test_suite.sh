@@ -44,6 +44,9 @@ t "unknown option" 2 "$KEVO" suite softmax --frob 1;               has "unknown 
 t "an empty folder" 2 "$KEVO" suite "$tmp";                        has "holds no recipe"
 t "--resume takes no paths" 2 "$KEVO" suite --resume 1 softmax;    has "drop 'softmax'"
 t "--resume takes no --strategy" 2 "$KEVO" suite --resume 1 --strategy greedy
+t "--eval refuses KernelBench problems" 2 "$KEVO" suite x.py softmax --eval redis://127.0.0.1:9/0 \
+  --db refused.db
+has "x.py: a KernelBench problem (a PyTorch reference) is not evaluated through Redis"
 
 t "a suite of three" 0 "$KEVO" suite "${p3[@]}" --max-evals 6 --db a.db --json a.json
 has "suite 1 (done): 3 problems"; has "fast_1.5"; has "geometric mean speed-up"
