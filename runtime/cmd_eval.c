@@ -324,6 +324,7 @@ static int eval_main(int argc, char **argv) {
     return KEVO_EXIT_USAGE;
   }
   cJSON *res = NULL;
+  if (profile) evaluator_profile_prepare(ev); /* ncu starts while the kernel is judged */
   int rc = evaluator_run(ev, &cand, &res, &err);
   int exit_code = KEVO_EXIT_FAILED;
   if (!rc && profile) add_profile(ev, &cand, res, &src);

@@ -59,6 +59,7 @@ struct evaluator {
   double ref_ms;         /* the reference's longest measured time so far (for deadlines) */
   /* profile mode (evaluator_profile_many): judge hands its request to this batch */
   profbatch *prof;
+  int standby_asked; /* evaluator_profile_prepare was sent */
 };
 
 int evaluator_new(kevo_recipe *recipe, const evalclient_opts *wopts, const eval_config *cfg,
@@ -1053,10 +1054,24 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
   return rc;
 }
 
+void evaluator_profile_prepare(evaluator *ev) {
+  if (!ev || ev->standby_asked || !ev->nslots) return;
+  ev->standby_asked = 1;
+  eval_transport *t = ev->slots[0].t;
+  if (strcmp(t->ops->kind, "local")) return; /* a remote worker profiles cold */
+  cJSON *req = cJSON_CreateObject();
+  kevo_frame reply = {0};
+  kevo_error err = {0};
+  cJSON_AddStringToObject(req, "op", "profile_standby");
+  if (!t->ops->request(t->self, req, NULL, 0, 10.0, &reply, &err)) kevo_frame_free(&reply);
+  cJSON_Delete(req);
+}
+
 int evaluator_profile_many(evaluator *ev, const eval_candidate *cands, size_t n, int with_reference,
                            double deadline_ms, const char *const *bounds, cJSON **profiles,
                            kevo_error *err) {
   enum { CHUNK = 12 }; /* candidates per ncu run: the worker loads 16 modules per request */
+  evaluator_profile_prepare(ev);
   for (size_t i = 0; i < n; i++)
     profiles[i] = NULL;
   cJSON **res = calloc(n ? n : 1, sizeof *res);

@@ -111,6 +111,12 @@ int evaluator_profile_many(evaluator *ev, const eval_candidate *cands, size_t n,
                            double deadline_ms, const char *const *bounds, cJSON **profiles,
                            kevo_error *err);
 
+/* Starts the profile stage's standby on the first worker, once (docs/profile.md "Standby"):
+ * ncu and its replay child start ahead of the next profile, and the worker starts the next one
+ * after each profile. Best effort: a worker that cannot (no ncu, not a local worker) is left as
+ * it is. evaluator_profile_many calls it; `kevo eval --profile` calls it before evaluating. */
+void evaluator_profile_prepare(evaluator *ev);
+
 /* The worker's device (its hello), starting the worker if needed. KEVO_E_NOGPU without one.
  * With a pool of several: every worker's hello at once, and KEVO_E_ARG when their GPUs are of
  * two models (eval_pool_devices); *device is the first one's. */

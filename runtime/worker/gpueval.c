@@ -2,6 +2,7 @@
  * shapes then the benchmark shape (gpuverify.c), time it (gpubench.c), and build the evaluation
  * result. The device is opened in gpudevice.c. */
 #include "gpueval.h"
+#include "gpuprofile.h"
 #include "gpueval_int.h"
 
 #include <cjson/cJSON.h>
@@ -131,6 +132,7 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
     e->verify_ms = wk_now_ms() - t0;
     if (!e->verdict && bench) {
       e->cur_stage = "bench";
+      kevo_gpu_profile_standby_settle(20000); /* no timing while a profiler child sets up */
       wk_bench(e, s);
     }
     if (!e->crashed) wk_shape_teardown(e, s);

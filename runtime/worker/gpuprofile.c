@@ -88,6 +88,12 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
   wk_plan *plans = calloc(MAX_PLANS, sizeof *plans);
   int rc = 1, fd = -1;
   int opened = !kevo_gpu_open(ordinal, 0, &g, &gerr); /* 1: no probes to time */
+  if (standby_for > 0) { /* set up: the worker may time kernels now (standby_settle) */
+    snprintf(path, sizeof path, "%s/ready", dir);
+    int r = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (r >= 0) close(r);
+    snprintf(path, sizeof path, "%s/request", dir);
+  }
   if (standby_for > 0 && standby_wait(go, standby_for)) {
     if (go >= 0) close(go);
     free(plans), free(s), free(e), cJSON_Delete(man);
@@ -175,7 +181,8 @@ static char *slurp(const char *path) {
 }
 
 static void rm_dir(const char *dir) {
-  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out", "go", NULL};
+  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out",
+                                      "go",      "ready",    NULL};
   char path[4096];
   for (int i = 0; files[i]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -276,7 +283,7 @@ static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, 
  * request of its device, so ncu's start-up and the child's CUDA set-up are not waited for. */
 static struct {
   pid_t pid; /* 0: none */
-  int ordinal, armed;
+  int ordinal, armed, ready;
   char dir[4096];
 } standby;
 
@@ -328,7 +335,20 @@ static int standby_start(int ordinal, char *why, size_t whylen) {
     return -1;
   }
   standby.ordinal = ordinal;
+  standby.ready = 0;
   return 0;
+}
+
+void kevo_gpu_profile_standby_settle(double max_ms) {
+  if (standby.pid <= 0 || standby.ready) return;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/ready", standby.dir);
+  double t0 = wk_now_ms();
+  while (wk_now_ms() - t0 < max_ms && access(path, F_OK) && !waitpid(standby.pid, NULL, WNOHANG)) {
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  standby.ready = 1; /* set up, gone or late: not waited for again */
 }
 
 cJSON *kevo_gpu_profile_standby(int ordinal) {

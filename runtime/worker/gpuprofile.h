@@ -25,6 +25,12 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
 cJSON *kevo_gpu_profile_standby(int ordinal);
 void kevo_gpu_profile_standby_stop(void);
 
+/* Waits (at most max_ms) until a standby that is starting has set up its CUDA context (its
+ * child writes DIR/ready) or is gone: called before a timing loop, so no timed measurement runs
+ * while another process initialises the GPU. Returns at once when there is none or it is set up
+ * already. A standby that is set up is idle: an open context with no work. */
+void kevo_gpu_profile_standby_settle(double max_ms);
+
 /* The replay child, run under ncu: opens device `ordinal`; with standby_for (the worker's pid)
  * > 0 waits for the worker's go (a byte on the FIFO DIR/go; it gives up, writing nothing, when
  * that worker is gone or after 15 minutes); reads DIR/request, draws the inputs of the
