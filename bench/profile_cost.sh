@@ -118,6 +118,24 @@ grep -E '"(tensor_mma|register_heavy|bank_conflicts)"' "$res/known-breakdown.out
   awk -F'","' '{for (i = 1; i <= NF; i++) if ($i ~ /^(tensor_mma|register_heavy|bank_conflicts)$/) k = $i
                 print k, $(NF-2), $NF}' | head -60
 left 84 && ncu --query-metrics --chip "gh100" 2>/dev/null | grep -iE "pipe_(tensor|shared)" | head -20
+echo "== 4. kevo eval --profile end to end (the standby starts while the kernel is judged)"
+if left 78; then
+  a=$(date +%s.%N)
+  timeout 40 "$KEVO" eval recipes/vector_add.yaml recipes/vector_add/vectorized.cu --profile \
+    --json >"$res/eval_profile.json" 2>"$res/eval_profile.err"
+  b=$(date +%s.%N)
+  python3 - "$res/eval_profile.json" "$(el "$a" "$b")" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("kevo eval --profile: no JSON (%s)" % e); sys.exit(0)
+p = r.get("profile") or {}
+print("kevo eval --profile: %s s wall, verdict %s, profile ok=%s, %s ms in the profile stage; %s"
+      % (sys.argv[2], r.get("verdict"), p.get("ok"), p.get("ms"),
+         (p.get("diagnosis") or [{}])[0].get("text", p.get("error"))))
+PY
+fi
 run single-nocache 2 ncu "${base[@]}" --metrics "$metrics" "${fast[@]}" --cache-control none
 run single-norules 2 ncu "${base[@]}" --metrics "$metrics" --apply-rules no --section-folder "$t/empty"
 run single-apponly 2 ncu "${base[@]}" --metrics "$metrics" --target-processes application-only
