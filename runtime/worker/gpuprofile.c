@@ -57,6 +57,18 @@ static void plan_error(wk_eval *e, cJSON *entry) {
   e->message[0] = '\0';
 }
 
+/* Removes the profile folder and what the stage writes in it. */
+static void rm_dir(const char *dir) {
+  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out",
+                                      "go",      "ready",    NULL};
+  char path[4096];
+  for (int i = 0; files[i]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
 /* A standby child's wait (docs/profile.md "Cost"): its device is open under ncu; the worker's
  * go is a byte on DIR/go (a FIFO, opened before the device so the worker can write to it). Gives
  * up when the worker is gone or after STANDBY_IDLE_S. Returns 0 on the go, -1 else. */
@@ -98,6 +110,7 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
     if (go >= 0) close(go);
     free(plans), free(s), free(e), cJSON_Delete(man);
     kevo_gpu_close(g);
+    if (kill(standby_for, 0) && errno == ESRCH) rm_dir(dir); /* nobody else will */
     return 0; /* no request came: no manifest, nothing profiled */
   }
   if (go >= 0) close(go);
@@ -180,16 +193,6 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-static void rm_dir(const char *dir) {
-  static const char *const files[] = {"request", "manifest", "ncu.csv", "ncu.out",
-                                      "go",      "ready",    NULL};
-  char path[4096];
-  for (int i = 0; files[i]; i++) {
-    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-    unlink(path);
-  }
-  rmdir(dir);
-}
 
 static cJSON *fail_reply(const char *code, const char *reason, const char *fmt, const char *a) {
   char msg[1024];

@@ -108,6 +108,26 @@ check(cold["ok"] and warm["ok"] and again["ok"] and
 check(t_cold > 1.0 and t_warm < 0.7 and t_again < 0.7,
       "the standby's start-up is not waited for: cold %.2f s, standby %.2f s, re-armed %.2f s"
       % (t_cold, t_warm, t_again))
+# a worker killed with its standby waiting: ncu goes with it (PR_SET_PDEATHSIG), the child
+# gives up within a second and removes its folder
+import glob  # noqa: E402
+import signal  # noqa: E402
+tmpdir = tempfile.mkdtemp()
+e = dict(os.environ)
+e.update({"KEVO_NCU": fake, "TMPDIR": tmpdir})
+w = Worker(kevo, env=e)
+w.call({"op": "profile_standby"}, [], timeout=10)
+time.sleep(0.5)
+w.proc.send_signal(signal.SIGKILL)
+w.proc.wait()
+for _ in range(40):
+    if not glob.glob(os.path.join(tmpdir, "kevo-profile-*")):
+        break
+    time.sleep(0.1)
+left = glob.glob(os.path.join(tmpdir, "kevo-profile-*"))
+check(not left, "a killed worker's standby is cleaned up: %r" % left)
+if not left:
+    os.rmdir(tmpdir)
 r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "something odd"})
 check(not r["ok"] and "detail" in r and "something odd" in r["detail"],
       "a failure carries what ncu said last")
