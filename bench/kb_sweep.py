@@ -503,7 +503,7 @@ def main():
     ap.add_argument("--loopback", default="",
                     help="comma-separated problems also taken through kevo run with a "
                     "loopback LLM (elementwise ones: see ELEMENTWISE)")
-    ap.add_argument("--estimate-s", type=float, default=40)
+    ap.add_argument("--estimate-s", type=float, default=20)
     ap.add_argument("--no-zygote", action="store_true", help="a fresh python per bridge")
     ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
     a = ap.parse_args()

@@ -473,11 +473,12 @@ def describe_within(torch, path):
         total = torch.cuda.mem_get_info()[1]
         if judge > 0.9 * total:
             raise ProblemError("the problem's footprint is %.3g GiB (inputs and weights %.3g GiB, "
-                               "outputs %.3g GiB); judging it takes about %.3g GiB (five sets in "
-                               "the worker, the reference's outputs of five trials), more than "
-                               "the GPU's %.3g GiB" % (footprint / 2**30, ins / 2**30,
-                                                      nbytes(outs) / 2**30, judge / 2**30,
-                                                      total / 2**30))
+                               "outputs %.3g GiB); judging and timing it takes about %.3g GiB "
+                               "(five sets of every tensor in the worker, the reference's outputs "
+                               "of five trials in the bridge), more than the %.3g GiB kevo may "
+                               "use of this GPU's %.3g GiB (90%%)"
+                               % (footprint / 2**30, ins / 2**30, nbytes(outs) / 2**30,
+                                  judge / 2**30, 0.9 * total / 2**30, total / 2**30))
     d = {"kevo_description": 1, "problem": os.path.basename(path),
          "torch": torch.__version__, "device": str(prob.device),
          "device_name": torch.cuda.get_device_name() if prob.device.type == "cuda" else "cpu"}
