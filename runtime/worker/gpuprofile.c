@@ -193,7 +193,6 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-
 static cJSON *fail_reply(const char *code, const char *reason, const char *fmt, const char *a) {
   char msg[1024];
   snprintf(msg, sizeof msg, fmt, a);
