@@ -15,18 +15,27 @@ trap 'rm -rf "$tmp"' EXIT
 model=examples/cost_model.lua
 export KEVO_EVALUATOR="model:$PWD/$model"
 
-# wake-ups dominate on an idle machine, CPU contention on a busy one: every figure needs its load
-echo "== ctx calls, microseconds each (20000 calls after 500 warm-up); load average $(cut -d' ' -f1-3 /proc/loadavg) =="
-"$kevo" run recipes/softmax.yaml --strategy bench/ctx_roundtrip.lua --db "$tmp/kevo.db" \
-  --out "$tmp/out" 2>&1 | sed -n 's/^ROUNDTRIP_US //p' > "$tmp/remote.txt"
+# wake-ups dominate on an idle machine, CPU contention on a busy one: every figure needs its load.
+# "boundary" is kevo as it runs (it spins for a reply only while a CPU is idle: runtime/proto.h),
+# "no spin" the same with KEVO_STRATEGY_SPIN=0; the boundary lines say how often kevo's side spun.
+echo "== ctx calls, microseconds each (20000 calls after 500 warm-up); load average $(cut -d' ' -f1-4 /proc/loadavg) =="
+for spin in 1 0; do
+  KEVO_STRATEGY_SPIN=$spin KEVO_BOUNDARY_STATS=1 "$kevo" run recipes/softmax.yaml \
+    --strategy bench/ctx_roundtrip.lua --db "$tmp/kevo.db" --out "$tmp/out" > "$tmp/remote$spin.log" 2>&1
+  sed -n 's/^ROUNDTRIP_US //p' "$tmp/remote$spin.log" > "$tmp/remote$spin.txt"
+  sed -n "s/^boundary: /spin $spin: /p" "$tmp/remote$spin.log"
+done
+echo "load average after: $(cut -d' ' -f1-4 /proc/loadavg)"
 "$kevo" script bench/ctx_roundtrip_inproc.lua recipes/softmax.yaml "$model" \
   | sed -n 's/^ROUNDTRIP_US //p' > "$tmp/local.txt"
-join "$tmp/remote.txt" "$tmp/local.txt" 2>/dev/null > "$tmp/both.txt" || true
-printf '%-20s %12s %12s %12s\n' "call" "boundary" "in-process" "added"
-while read -r what remote local; do
-  printf '%-20s %12s %12s %12.2f\n' "$what" "$remote" "$local" "$(echo "$remote - $local" | bc -l)"
+join "$tmp/remote1.txt" "$tmp/remote0.txt" 2>/dev/null | join - "$tmp/local.txt" 2>/dev/null \
+  > "$tmp/both.txt" || true
+printf '%-20s %12s %12s %12s %12s\n' "call" "boundary" "no spin" "in-process" "added"
+while read -r what remote nospin local; do
+  printf '%-20s %12s %12s %12s %12.2f\n' "$what" "$remote" "$nospin" "$local" \
+    "$(echo "$remote - $local" | bc -l)"
 done < "$tmp/both.txt"
-rt=$(awk '$1 == "budget_left" {print $2}' "$tmp/remote.txt")
+rt=$(awk '$1 == "budget_left" {print $2}' "$tmp/remote1.txt")
 
 echo "== a recipe run: autotune on softmax, $delay s per evaluation =="
 start=$(date +%s.%N)

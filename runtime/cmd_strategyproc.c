@@ -60,7 +60,8 @@ static int link_send(lua_State *L) {
 }
 
 /* The next frame from the host on fd 0 (non-blocking): what the pipe holds, else a short spin
- * of non-blocking reads (the reply to a ctx call is usually that close), else asleep in poll. */
+ * of non-blocking reads where the host allows one (the reply to a ctx call is usually that
+ * close), else asleep in poll. */
 static kevo_link_buf from_host;
 static kevo_link_spin host_spin;
 
@@ -88,6 +89,13 @@ static int link_recv(lua_State *L) {
   lua_pushlstring(L, text, len);
   free(text);
   return 1;
+}
+
+/* link.spin(on): whether this process's waits for the host may spin (proto.h); the host says
+ * with each reply, from the machine's idle CPUs (stratproc.c). */
+static int link_spin(lua_State *L) {
+  host_spin.allowed = lua_toboolean(L, 1);
+  return 0;
 }
 
 /* Tells the host why this process cannot run the strategy, as the protocol's last message. */
@@ -154,6 +162,8 @@ static int child_main(int argc, char **argv) {
     lua_setfield(L, -2, "send");
     lua_pushcfunction(L, link_recv);
     lua_setfield(L, -2, "recv");
+    lua_pushcfunction(L, link_spin);
+    lua_setfield(L, -2, "spin");
     lua_pushstring(L, note);
     lua_setfield(L, -2, "confined");
     lua_pushinteger(L, abi);

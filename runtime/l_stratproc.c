@@ -7,7 +7,11 @@
  *   p:stderr()                    -> bytes it wrote on stderr since the last call, dropped count
  *   p:finish([grace_ms])          -> "exit 0" | "killed by signal 9 SIGKILL" ...: ends it (SIGKILL
  *                                    after grace_ms, default 0) and reaps it; also __gc/__close
- *   p:pid() */
+ *   p:pid()
+ *   p:spin_allowed()              -> whether a wait may spin now (stratproc.h): the host tells the
+ *                                    process with each reply
+ *   p:spin_stats()                -> kevo's waits for a message that found none yet, those that
+ *                                    spun, those whose spin got it (bench/ctx_roundtrip.sh) */
 #include "lutil.h"
 #include "stratproc.h"
 
@@ -68,6 +72,19 @@ static int sp_recv(lua_State *L) {
   return 1;
 }
 
+static int sp_spin_allowed(lua_State *L) {
+  lua_pushboolean(L, kevo_stratproc_spin_allowed(check_proc(L)));
+  return 1;
+}
+
+static int sp_spin_stats(lua_State *L) {
+  kevo_stratproc *p = check_proc(L);
+  lua_pushinteger(L, p->spin.waits);
+  lua_pushinteger(L, p->spin.spins);
+  lua_pushinteger(L, p->spin.hits);
+  return 3;
+}
+
 static int sp_stderr(lua_State *L) {
   kevo_stratproc *p = check_proc(L);
   if (p->errlen == 0 && p->errdropped == 0) { /* the common case, once per message: no copy */
@@ -124,9 +141,14 @@ static int sp_tostring(lua_State *L) {
 
 int luaopen_kevo_stratproc(lua_State *L);
 int luaopen_kevo_stratproc(lua_State *L) {
-  static const luaL_Reg methods[] = {{"send", sp_send},     {"recv", sp_recv},
-                                     {"stderr", sp_stderr}, {"pid", sp_pid},
-                                     {"finish", sp_finish}, {NULL, NULL}};
+  static const luaL_Reg methods[] = {{"send", sp_send},
+                                     {"recv", sp_recv},
+                                     {"stderr", sp_stderr},
+                                     {"pid", sp_pid},
+                                     {"finish", sp_finish},
+                                     {"spin_allowed", sp_spin_allowed},
+                                     {"spin_stats", sp_spin_stats},
+                                     {NULL, NULL}};
   kevo_l_newclass(L, PROC_MT, methods, sp_gc, sp_tostring);
   static const luaL_Reg fns[] = {{"start", sp_start}, {NULL, NULL}};
   luaL_newlib(L, fns);

@@ -297,16 +297,19 @@ ssize_t kevo_link_fill(kevo_link_buf *b, int fd) {
 }
 
 long long kevo_link_spin_until(kevo_link_spin *s) {
-  if (KEVO_LINK_SPIN_US <= 0) return 0;
+  s->waits++;
+  if (KEVO_LINK_SPIN_US <= 0 || !s->allowed) return 0;
   if (s->skip > 0) {
     s->skip--;
     return 0;
   }
+  s->spins++;
   return kevo_link_now_ns() + (long long)KEVO_LINK_SPIN_US * 1000;
 }
 
 void kevo_link_spun(kevo_link_spin *s, int hit) {
   if (hit) {
+    s->hits++;
     s->misses = 0;
     return;
   }

@@ -75,22 +75,24 @@ int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int t
 
 /* The strategy link's reader, for a non-blocking fd: each side reads whatever the pipe holds in
  * one read and takes whole frames out of it (the writer sends a frame in one writev, so the
- * reader wakes once per message). When the pipe is empty it may first poll it with
- * non-blocking reads for KEVO_LINK_SPIN_US before it sleeps in poll, so that an answer a few
- * microseconds away does not cost a sleep and a wake-up; a spin that finds nothing within its
- * time makes the next waits sleep at once (2, 4, ... 64 of them), so a slow peer or busy CPUs
- * cost one spin in many. 0 (the setting): no spin. On this project's 2-CPU build machine,
- * loaded with other work (load average 20), a 100 us spin made ctx calls up to 3 times slower
- * (bench/ctx_roundtrip.sh), and up to 10 times with a sched_yield between polls: the spinner
- * holds a CPU the peer is waiting for, or gives up the wake-up's priority. */
-enum { KEVO_LINK_SPIN_US = 0, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
+ * reader wakes once per message). When the pipe is empty it may first poll it with non-blocking
+ * reads for up to KEVO_LINK_SPIN_US before it sleeps in poll: on an idle virtual machine a
+ * process blocked in a read takes 15 us and more to wake (a pipe ping-pong: 29-35 us a round
+ * trip blocking, 1.1 us spinning), twice per ctx call. A spin only helps while a CPU would
+ * otherwise sit idle, so it is off unless `allowed` (the host sets it, and tells the strategy
+ * process, from the machine's runnable threads: stratproc.c); on a machine with no CPU to spare
+ * (load 20 on 2 CPUs) spinning made calls 2-3 times slower, and a sched_yield between polls up
+ * to 10 times. A spin that finds nothing within its time makes the next waits sleep at once
+ * (2, 4, ... 64 of them), so a slow peer costs one spin in many. */
+enum { KEVO_LINK_SPIN_US = 100, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
 typedef struct kevo_link_spin {
   int misses, skip;
+  int allowed;                  /* 0 (the start): sleep at once */
+  long long waits, spins, hits; /* counts: waits that found the pipe empty, spun, spun and got it */
 } kevo_link_spin;
 /* When to stop spinning in the wait that starts now (ns, CLOCK_MONOTONIC); 0: do not spin. */
 long long kevo_link_spin_until(kevo_link_spin *s);
-/* How the wait's spin ended: hit (the message came within the spin's time) or not (it slept,
- * or the CPU went to other work while it yielded). */
+/* How the wait's spin ended: hit (the message came within the spin's time) or not (it slept). */
 void kevo_link_spun(kevo_link_spin *s, int hit);
 typedef struct kevo_link_buf {
   char *buf;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { FRAME_COMPLETE_MS = 10000 };
+enum { FRAME_COMPLETE_MS = 10000, GATE_ON = 3 };
+#define GATE_NS (20 * 1000 * 1000LL)
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -98,6 +100,12 @@ int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_e
     return kevo_fail(err, KEVO_E_IO, "cannot start the strategy process: %s", strerror(e));
   }
   p->pid = pid;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t mine;
+  int usable = sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : 0;
+  p->gate.ncpus = usable > 0 && (online <= 0 || usable < online) ? usable : (int)online;
+  const char *spin = getenv("KEVO_STRATEGY_SPIN");
+  p->gate.off = p->gate.ncpus < 2 || (spin && strcmp(spin, "0") == 0);
   p->to_fd = req[1];
   p->from_fd = rep[0];
   p->err_fd = er[0];
@@ -146,6 +154,48 @@ static void drain_stderr(kevo_stratproc *p) {
   }
 }
 
+/* The threads runnable on the machine now (/proc/loadavg's fourth field, "4/123": 4), this one
+ * included; 0 when unknown. */
+static int runnable_threads(void) {
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128];
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  const char *at = text;
+  for (int field = 0; field < 3 && at; field++) {
+    at = strchr(at, ' ');
+    if (at) at++;
+  }
+  return at ? atoi(at) : 0;
+}
+
+/* The spin gate: a spin is worth its CPU only where that CPU would otherwise sit idle. While
+ * kevo waits for a message both kevo and the strategy process run (the process computes, or
+ * spins for its own reply), so both may spin when the runnable threads, those two among them,
+ * are at most the CPUs kevo may use. Looked at no more than every GATE_NS (a read of
+ * /proc/loadavg costs a few us); off at the first look over, on after GATE_ON looks in a row
+ * at or under, so a machine between two jobs does not turn it on. KEVO_STRATEGY_SPIN=0 (or a
+ * single CPU) keeps it off. */
+static void spin_gate(kevo_stratproc *p) {
+  if (p->gate.off) return;
+  long long now = kevo_link_now_ns();
+  if (now < p->gate.next_ns) return;
+  p->gate.next_ns = now + GATE_NS;
+  int running = runnable_threads();
+  if (running <= 0 || running > p->gate.ncpus)
+    p->gate.ok = 0;
+  else if (p->gate.ok < GATE_ON)
+    p->gate.ok++;
+  p->spin.allowed = p->gate.ok >= GATE_ON;
+}
+
+int kevo_stratproc_spin_allowed(const kevo_stratproc *p) {
+  return p->spin.allowed;
+}
+
 int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout_ms,
                         kevo_error *err) {
   *text = NULL;
@@ -173,7 +223,10 @@ int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout
     if (p->partial_since && now_ms() - p->partial_since > FRAME_COMPLETE_MS)
       return kevo_fail(err, KEVO_E_PARSE,
                        "the strategy process began a message and did not finish it");
-    if (spin_end < 0) spin_end = kevo_link_spin_until(&p->spin);
+    if (spin_end < 0) {
+      spin_gate(p);
+      spin_end = kevo_link_spin_until(&p->spin);
+    }
     if (spin_end > 0 && kevo_link_now_ns() < spin_end) continue; /* the message may be close */
     if (spin_end > 0 && !slept) kevo_link_spun(&p->spin, 0);
     slept = 1;

@@ -34,8 +34,12 @@ typedef struct kevo_stratproc {
   pid_t pid; /* 0 once reaped */
   int to_fd, from_fd, err_fd;
   int wstatus, reaped;
-  kevo_link_buf in;        /* what was read of the process's messages */
-  kevo_link_spin spin;     /* how long to poll the pipe before sleeping (proto.h) */
+  kevo_link_buf in;    /* what was read of the process's messages */
+  kevo_link_spin spin; /* how long to poll the pipe before sleeping (proto.h) */
+  struct {
+    long long next_ns; /* when to look at the machine's runnable threads again */
+    int ok, ncpus, off;
+  } gate;                  /* whether a spin has an idle CPU to take (stratproc.c) */
   long long partial_since; /* ms: when a message began that is not complete yet; 0: none */
   size_t errlen, errdropped;
   char err[KEVO_STRATPROC_ERR_CAP];
@@ -52,6 +56,9 @@ int kevo_stratproc_send(kevo_stratproc *p, const char *text, size_t len, int tim
  * must be complete within 10 s. */
 int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout_ms,
                         kevo_error *err);
+/* Whether a wait may spin now (proto.h): kevo's own waits on the process follow it, and the host
+ * tells the process with each reply (lua/kevo/boundary.lua). */
+int kevo_stratproc_spin_allowed(const kevo_stratproc *p);
 /* Moves the stderr bytes collected so far into out (at most cap), returns their count;
  * *dropped receives how many were dropped for want of room since the last call. */
 size_t kevo_stratproc_take_stderr(kevo_stratproc *p, char *out, size_t cap, size_t *dropped);

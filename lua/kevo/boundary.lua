@@ -405,6 +405,8 @@ function Session:dispatch(msg)
     error(res, 0) -- the host's own failure (a journal divergence, the archive): not the strategy's
   end
   self.rngs = {}
+  -- w: the process may spin for its next reply (a CPU is idle: runtime/stratproc.c)
+  if self.proc:spin_allowed() then reply.w = true end
   self:send(reply)
 end
 
@@ -471,9 +473,11 @@ function Session:serve(ctx, opts, hooks)
     self:finish(0)
     error(e, 0)
   end
+  local waits, spins, hits = self.proc:spin_stats()
   self:finish(1000)
   if hooks.stats then
-    self:log(string.format("boundary: %d ctx calls in %.3f s", self.ncalls, self.clock() - t_serve))
+    self:log(string.format("boundary: %d ctx calls in %.3f s; kevo's waits %d, spun %d, got %d",
+                           self.ncalls, self.clock() - t_serve, waits, spins, hits))
   end
   local done = e
   if done.ok == true then return end

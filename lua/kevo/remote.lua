@@ -16,7 +16,8 @@
 --                  value against the part's option_values function
 --                  {op="run", task=, seeds=, seed=, llm=, run=, methods={...}, opts={{...}, ...}}
 --                  replies {r={results...}, n=, g={rng states}, s={best, evals, tokens,
---                  proposals}} | {err=MESSAGE, s=} | {stop={reason, message, depth}, s=}
+--                  proposals}} | {err=MESSAGE, s=} | {stop={reason, message, depth}, s=},
+--                  each with w=true when the next wait for a reply may spin (runtime/proto.h)
 --
 -- Values: nil in an argument or result list is json.null; an entry the host has sent before
 -- is {["$e"] = ref} (so the same entry is the same table here, as in one process), a new one
@@ -148,6 +149,7 @@ local function call(name, ...)
   send({op = "call", m = name, a = json.array(a), n = args.n, g = json.array(g)})
   local text = link.recv()
   local reply = json.decode(text)
+  link.spin(reply.w == true)
   if text:find('"$E"', 1, true) then intern(reply, 0) end
   for i, st in ipairs(type(reply.g) == "table" and reply.g or {}) do
     if rngs[i] and st then rngmod.restore(rngs[i], st) end

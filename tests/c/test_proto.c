@@ -73,5 +73,25 @@ int main(void) {
   CHECK(kevo_frame_send_text(p[1], "", 0, 1000, &err) != KEVO_OK); /* empty: not a frame */
   close(p[0]);
   close(p[1]);
+
+  /* the link's spin: none until allowed (the host's gate); a miss makes the next waits sleep
+   * at once, 2, 4 ... 64 of them; a hit ends the backoff */
+  kevo_link_spin sp = {0};
+  CHECK(kevo_link_spin_until(&sp) == 0 && sp.waits == 1 && sp.spins == 0);
+  sp.allowed = 1;
+  CHECK(kevo_link_spin_until(&sp) > kevo_link_now_ns() && sp.spins == 1);
+  kevo_link_spun(&sp, 0);
+  CHECK(kevo_link_spin_until(&sp) == 0 && kevo_link_spin_until(&sp) == 0);
+  CHECK(kevo_link_spin_until(&sp) > 0);
+  for (int miss = 0; miss < 10; miss++)
+    kevo_link_spun(&sp, 0);
+  int slept = 0;
+  while (kevo_link_spin_until(&sp) == 0)
+    slept++;
+  CHECK(slept == KEVO_LINK_SPIN_BACKOFF_MAX);
+  kevo_link_spun(&sp, 1);
+  CHECK(sp.hits == 1 && kevo_link_spin_until(&sp) > 0);
+  sp.allowed = 0;
+  CHECK(kevo_link_spin_until(&sp) == 0);
   CHECK_DONE();
 }
