@@ -546,9 +546,13 @@ def main():
         subprocess.run([py, os.path.join(HERE, "kb_zygote.py"), "client", sock,
                         a.python_standin], check=True)
         zlog = open(os.path.join(a.out, "zygote.log"), "wb")
+        # CPU threads per bridge: the CPUs shared among the problems running at once (torch
+        # reads this when the zygote imports it)
+        threads = max(1, (os.cpu_count() or 2) // (a.slots * len(gpus)))
         zygote = subprocess.Popen([py, os.path.join(HERE, "kb_zygote.py"), "serve", sock],
                                   stdout=zlog, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL)
+                                  stdin=subprocess.DEVNULL,
+                                  env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     ests = estimate_all([os.path.join(a.kb_dir, p) for p in problems], a.estimate_s)
     ests = {p: ests.get(os.path.join(a.kb_dir, p)) for p in problems}
     with open(os.path.join(a.out, "kb_estimates.json"), "w") as f:
