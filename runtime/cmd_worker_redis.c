@@ -340,7 +340,9 @@ static int serve(bridge *b) {
   while (!stopping) {
     redisReply *r;
     const redisReply *entry;
+    b->conn.stop = &stopping; /* no job in hand: a stop need not wait for Redis to come back */
     int rc = next_job(b, &r, &entry, &err);
+    b->conn.stop = NULL;
     if (rc == KEVO_E_WORKER && strstr(err.msg, "NOGROUP")) { /* the stream was deleted */
       rc = rq_ensure_group(&b->conn, b->stream, rq_now_ms() + 60000, &err);
       if (!rc) continue;

@@ -191,7 +191,7 @@ int rq_command(rq_conn *c, int argc, const char **argv, const size_t *lens, long
     }
     had = 1;
     long long left = deadline_ms < 0 ? 0 : deadline_ms - rq_now_ms();
-    if (left <= 0) return rc;
+    if (left <= 0 || (c->stop && *c->stop)) return rc;
     usleep((useconds_t)(pause_ms < left ? pause_ms : left) * 1000);
     if (pause_ms < 1000) pause_ms *= 2;
   }

@@ -18,6 +18,7 @@
 #ifndef KEVO_REDIS_QUEUE_H
 #define KEVO_REDIS_QUEUE_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "proto.h"
@@ -62,6 +63,9 @@ typedef struct rq_conn {
   redisContext *ctx;
   int timeout_ms; /* socket read/write timeout; blocking commands add their own wait */
   int reconnects; /* times the link was made again after a loss */
+  /* when set and nonzero (a signal handler's flag), a lost link is not waited for: the command
+   * fails at once with KEVO_E_IO (a worker told to stop while Redis is away) */
+  volatile sig_atomic_t *stop;
 } rq_conn;
 
 /* Connects, authenticates and selects the database. A refused password is KEVO_E_ARG ("the
