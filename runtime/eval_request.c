@@ -30,9 +30,14 @@ void eval_shapes_make(const kevo_recipe *r, int held, eval_shapes *out) {
   for (size_t i = 0; i < r->nshapes && i < 64; i++)
     out->s[out->n++] = r->shapes[i]; /* borrowed */
   uint64_t rng = eval_secret64();
+  /* held-out shape h puts param (first + h) in the top half of its domain, where limits a
+   * kernel assumes break (a log-uniform draw seldom gets there); with one param the first
+   * shape stays log-uniform */
+  size_t np = r->nparams, first = np ? (size_t)(eval_secret64() % np) : 0;
   for (int tries = 0; held && out->nheld < EVAL_HELD_OUT && tries < 8 * EVAL_HELD_OUT; tries++) {
     kevo_shape sh;
-    if (kevo_recipe_draw_shape(r, &rng, HELD_OUT_BYTES, (int)out->nheld, &sh, NULL)) break;
+    size_t h = out->nheld, top = np == 0 ? 0 : np == 1 ? h : (first + h) % np + 1;
+    if (kevo_recipe_draw_shape(r, &rng, HELD_OUT_BYTES, (int)(h + 2 * top), &sh, NULL)) break;
     int dup = 0;
     for (size_t j = 0; j < out->n && !dup; j++)
       dup = !strcmp(out->s[j].label, sh.label);

@@ -179,8 +179,10 @@ void kevo_recipe_infer_domain(kevo_recipe *r);
  * `multiple`, odd where the multiple is 1 (so no power-of-two tile divides it; 3 mod 4 for an
  * even variant, 1 mod 4 for an odd one, where the range allows), redrawn until
  * every tensor has at least one element, every init is valid and the shape moves at most
- * max_bytes over all tensors (halving the largest param as a last resort). out->params and
- * out->label are malloc'ed (kevo_shape_free). KEVO_E_RECIPE when no valid shape is found. */
+ * max_bytes over all tensors (halving the largest param as a last resort). variant / 2 = k + 1
+ * puts param k (of the recipe's) in the top half of its domain instead (the range halved
+ * while the shape does not fit). out->params and out->label are malloc'ed (kevo_shape_free).
+ * KEVO_E_RECIPE when no valid shape is found. */
 int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes, int variant,
                            kevo_shape *out, kevo_error *err);
 void kevo_shape_free(kevo_shape *s);

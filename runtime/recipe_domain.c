@@ -44,12 +44,10 @@ static double unit(uint64_t *s) {
   return (double)(next64(s) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* A value of domain d: log-uniform over [min, max], rounded down to a multiple; when the
- * multiple is 1 and the range allows, odd (a multiple of no power-of-two tile) and 3 mod 4 for
- * variant 0, 1 mod 4 for variant 1, so two held-out shapes end rows at different alignments. */
-static int64_t draw_value(const kevo_domain *d, uint64_t *s, int variant) {
-  double lo = log((double)d->min), hi = log((double)d->max + 1);
-  int64_t v = (int64_t)exp(lo + (hi - lo) * unit(s));
+/* v within domain d, rounded down to a multiple; when the multiple is 1 and the range allows,
+ * odd (a multiple of no power-of-two tile) and 3 mod 4 for variant 0, 1 mod 4 for variant 1,
+ * so two held-out shapes end rows at different alignments. */
+static int64_t aligned(const kevo_domain *d, int64_t v, int variant) {
   if (v > d->max) v = d->max;
   if (v < d->min) v = d->min;
   v -= v % d->multiple;
@@ -64,6 +62,23 @@ static int64_t draw_value(const kevo_domain *d, uint64_t *s, int variant) {
       v = down;
   }
   return v;
+}
+
+/* A value of domain d, log-uniform over [min, max]. */
+static int64_t draw_value(const kevo_domain *d, uint64_t *s, int variant) {
+  double lo = log((double)d->min), hi = log((double)d->max + 1);
+  return aligned(d, (int64_t)exp(lo + (hi - lo) * unit(s)), variant);
+}
+
+/* A value near the top of domain d: uniform over the top half of [min, max >> shrink]. A
+ * log-uniform draw seldom reaches the top (a row length over 32768 of a domain to 65536: one
+ * draw in 16), where limits a kernel assumes (a row in registers or shared memory, a grid
+ * dimension) break; shrink halves the range when the shape would not fit the budget. */
+static int64_t draw_top(const kevo_domain *d, uint64_t *s, int variant, int shrink) {
+  int64_t hi = d->max >> (shrink < 62 ? shrink : 62), lo = hi / 2;
+  if (hi < d->min) hi = d->min;
+  if (lo < d->min) lo = d->min;
+  return aligned(d, lo + (int64_t)((double)(hi - lo + 1) * unit(s)), variant);
 }
 
 static void set_label(kevo_shape *sh) {
@@ -116,9 +131,23 @@ int kevo_recipe_draw_shape(const kevo_recipe *r, uint64_t *rng, double max_bytes
   for (size_t k = 0; k < r->nparams; k++)
     out->params[k] = (kevo_param){r->params[k].name, r->params[k].value};
   double bytes = 0;
+  size_t top = (size_t)(variant / 2); /* param top - 1 near the top of its domain */
+  if (top > r->nparams || !r->domain) top = 0;
+  int shrink = 0; /* the first range whose bottom fits the budget with the others at their min */
+  for (; top && shrink < 62; shrink++) {
+    for (size_t k = 0; k < r->nparams; k++) {
+      const kevo_domain *d = &r->domain[k];
+      out->params[k].value = aligned(d, k == top - 1 ? (d->max >> shrink) / 2 : d->min, variant);
+    }
+    if (shape_valid(r, out, &bytes) && bytes <= max_bytes) break;
+  }
+  if (shrink == 62) shrink = 0;
   for (int attempt = 0; attempt < 64; attempt++) {
     for (size_t k = 0; r->domain && k < r->nparams; k++)
       out->params[k].value = draw_value(&r->domain[k], rng, variant);
+    if (top)
+      out->params[top - 1].value =
+          draw_top(&r->domain[top - 1], rng, variant, shrink + attempt / 8);
     if (shape_valid(r, out, &bytes) && bytes <= max_bytes) goto found;
   }
   /* too large every time: halve the largest param (within its domain) until it fits */

@@ -175,6 +175,45 @@ static void test_domain(void) {
     kevo_shape_free(&sh);
     kevo_recipe_free(r);
   }
+  /* a held-out variant can put one param in the top half of its domain (a log-uniform draw
+   * puts softmax's N over 32768 once in 16), at a random value, within the budget */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/recipes/softmax.yaml", src);
+  CHECK(kevo_recipe_load(path, &r, &err) == KEVO_OK);
+  if (!r) return;
+  int top_m = 0, top_n = 0, plain_n = 0;
+  int64_t first_n = -1, other_n = 0;
+  for (int i = 0; i < 60; i++) {
+    kevo_shape sh;
+    int h = i % 2, top = i % 3; /* 0: log-uniform, 1: M near its top, 2: N */
+    CHECK(kevo_recipe_draw_shape(r, &rng, 64.0 * (1 << 20), h + 2 * top, &sh, &err) == KEVO_OK);
+    int64_t m = sh.params[0].value, n = sh.params[1].value;
+    CHECK(m >= 1 && m <= 16384 && n >= 1 && n <= 65536 && 8.0 * m * n <= 64.0 * (1 << 20));
+    CHECK(n % 4 == (h ? 1 : 3) || n < 4);
+    top_m += top == 1 && m > 4096; /* M's top half fits the budget only with small rows */
+    if (top == 2 && n > 32768) {
+      top_n++;
+      if (first_n < 0) first_n = n;
+      other_n += n != first_n;
+    }
+    plain_n += top == 0 && n > 32768;
+    kevo_shape_free(&sh);
+  }
+  CHECK(top_m == 20 && top_n == 20 && other_n > 0 && plain_n < 10);
+  kevo_recipe_free(r);
+  /* vector_add's top (2^28 elements, 3 GiB) does not fit 64 MiB: the top half of the first
+   * range whose bottom fits, [2^22, 2^23], the part of it that fits */
+  snprintf(path, sizeof path, "%s/recipes/vector_add.yaml", src);
+  CHECK(kevo_recipe_load(path, &r, &err) == KEVO_OK);
+  if (!r) return;
+  for (int i = 0; i < 10; i++) {
+    kevo_shape sh;
+    CHECK(kevo_recipe_draw_shape(r, &rng, 64.0 * (1 << 20), 3, &sh, &err) == KEVO_OK);
+    int64_t n = sh.params[0].value;
+    CHECK(n >= (1 << 22) && 12.0 * n <= 64.0 * (1 << 20) && n % 4 == 1);
+    kevo_shape_free(&sh);
+  }
+  kevo_recipe_free(r);
 }
 
 static void test_bad(void) {
