@@ -270,6 +270,39 @@ int eval_pool_list_gpus(const evalclient_opts *o, cJSON **out, kevo_error *err) 
   return rc;
 }
 
+/* eval_pool_list_gpus, remembered for the process: a pool for "all" is made for every problem
+ * of a suite, and each listing starts a worker (a CUDA context) only to ask. Keyed by the
+ * worker command and CUDA_VISIBLE_DEVICES; only a list is remembered, never a failure. */
+static int list_gpus_once(const evalclient_opts *o, cJSON **out, kevo_error *err) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static cJSON *list;
+  static char *key;
+  const char *cmd = o && o->worker_cmd ? o->worker_cmd : getenv("KEVO_WORKER");
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  char *k = NULL;
+  size_t n = strlen(cmd ? cmd : "") + strlen(vis ? vis : "") + 8;
+  if ((k = malloc(n))) snprintf(k, n, "%s|%s|%d", cmd ? cmd : "", vis ? vis : "", vis != NULL);
+  pthread_mutex_lock(&mu);
+  *out = k && key && !strcmp(k, key) ? cJSON_Duplicate(list, 1) : NULL;
+  pthread_mutex_unlock(&mu);
+  if (*out) {
+    free(k);
+    return KEVO_OK;
+  }
+  int rc = eval_pool_list_gpus(o, out, err);
+  pthread_mutex_lock(&mu);
+  if (!rc && k) {
+    cJSON_Delete(list);
+    free(key);
+    list = cJSON_Duplicate(*out, 1);
+    key = list ? k : NULL;
+    k = list ? NULL : k;
+  }
+  pthread_mutex_unlock(&mu);
+  free(k);
+  return rc;
+}
+
 /* The driver's CUDA_VISIBLE_DEVICES entries (a list the workers' values index into), or 0
  * when it is unset: ordinals are then the values themselves. */
 static size_t visible_entries(char ent[][64], size_t cap) {
@@ -333,7 +366,7 @@ int eval_pool_local(const char *spec, const evalclient_opts *o, eval_pool **out,
   }
   if (!strcmp(spec, "all")) {
     cJSON *list = NULL;
-    rc = eval_pool_list_gpus(o, &list, err);
+    rc = list_gpus_once(o, &list, err);
     if (rc) {
       free(ords);
       goto done;

@@ -85,6 +85,17 @@ check((used["0"] or 0) >= 2 and (used["1"] or 0) >= 2,
 local all <close> = assert(evaluator.new{recipe = recipe, worker = fake("KEVO_FAKE_GPUS=3"),
                                          gpus = "all"})
 check(all:stats().workers == 3, "all: three fake GPUs, three workers")
+-- a second pool for "all" (the next problem of a suite) asks for the GPUs no more
+local function devices_asked()
+  local n = 0
+  for line in io.lines(log) do n = n + (line:match("^devices ") and 1 or 0) end
+  return n
+end
+local asked = devices_asked()
+local again <close> = assert(evaluator.new{recipe = recipe, worker = fake("KEVO_FAKE_GPUS=3"),
+                                           gpus = "all"})
+check(again:stats().workers == 3 and devices_asked() == asked,
+      "all again: three workers, the GPUs not listed again")
 local gpus = assert(evaluator.gpus{worker = fake("KEVO_FAKE_GPUS=3")})
 check(#gpus == 3 and gpus[3].index == 2 and gpus[1].name == "Fake GPU", "evaluator.gpus")
 local none, msg, code = evaluator.gpus{worker = fake(nil, "nogpu")}
