@@ -446,6 +446,16 @@ def summary(rows, problems, started, out):
     if imps:
         lines.append("  import s      median %.1f, max %.1f (%d imports)" % (
             statistics.median(imps), max(imps), len(imps)))
+    over = []
+    for r in rows:
+        try:
+            peak, fp = float(r["peak_gib"]), float(r["footprint_gib"])
+        except (KeyError, ValueError):
+            continue
+        if fp >= 0.5 and peak > 2 * fp:
+            over.append("%s %.3g / %.3g GiB" % (r["problem"], peak, fp))
+    lines.append("  import peak over 2x the footprint (footprints of 0.5 GiB or more): %d%s" % (
+        len(over), (": " + "; ".join(over)) if over else ""))
     for r in by.get("refused", []) + by.get("timeout", []) + by.get("import_failed", []) + \
             by.get("eval_failed", []):
         lines.append("  %s %s: %s" % (r["outcome"], r["problem"], r.get("detail", "")[:300]))
