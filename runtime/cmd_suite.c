@@ -16,7 +16,7 @@ const struct kevo_command kevo_cmd_suite = {
     "       kevo suite --resume SUITE [--gpus ...|--eval ...] [--db PATH] [--out DIR]\n"
     "                  [--json FILE]\n\n"
     "PATH: a recipe (file or packaged name), a KernelBench problem file (.py: imported first,\n"
-    "into OUT/suite-ID/problems/), or a folder of them (its *.yaml and *.py files, by name).\n"
+    "into OUT/suite-ID/problems/NN/), or a folder of them (its *.yaml and *.py files, by name).\n"
     "Each problem gets a search with kevo run's options (--strategy, --llm, --set, --seed,\n"
     "--arch, --gpus, --eval redis://HOST:PORT/DB [--eval-password-env VAR], --out);\n"
     "--max-evals, --time and --budget-tokens are per problem. Problems run one after another;\n"

@@ -120,12 +120,13 @@ local function expand(paths, host)
 end
 
 -- The recipe a problem is searched on: itself, or (a KernelBench file) the recipe `kevo import`
--- makes of it under OUT/suite-ID/problems/ (made once; a resume finds it there).
+-- makes of it under OUT/suite-ID/problems/NN/ (made once; a resume finds it there). The folder
+-- keeps problems of one name apart; the recipe keeps the file's name, so its kernel's name is
+-- the problem's ("19_ReLU.py" -> relu_kernel), as with kevo import.
 local function recipe_of(prob, i, sid, cfg, host)
   if prob.kind ~= "kbench" then return prob.path end
-  local dir = (cfg.out or "kevo-out") .. "/suite-" .. sid .. "/problems"
-  local name = ("p%02d_%s"):format(i, (prob.path:match("([^/]+)%.py$") or "problem"))
-                 :gsub("[^%w_.-]", "_")
+  local dir = ("%s/suite-%d/problems/%02d"):format(cfg.out or "kevo-out", sid, i)
+  local name = (prob.path:match("([^/]+)%.py$") or "problem"):gsub("[^%w_.-]", "_")
   local yaml = dir .. "/" .. name .. ".yaml"
   if host.read_file(yaml) then return yaml end
   local rc = host.import(prob.path, dir, name)
