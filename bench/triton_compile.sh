@@ -37,7 +37,14 @@ local seeds = {
   {read("recipes/vector_add/vector_add.py"), "vector_add", {"*fp32", "*fp32", "*fp32", "i32"}},
   {read("recipes/softmax/softmax.py"), "softmax", {"*fp32", "*fp32", "i32", "i32"}},
 }
-local times, phases = {}, {}
+-- where a warm compile's time goes (info.phases): the server's own steps, then the compile
+-- process's (inside "child"); warm: that process's own warm-up before its request (off the
+-- critical path), warm_cut: 1 when the request cut it short
+local order = {"fork", "ready", "child", "ptxas", "reap", "handoff", "check", "ast_to_ir", "ttir",
+               "ttgir", "llir", "ptx", "warm", "warm_cut"}
+local detail = os.getenv("KEVO_BENCH_DETAIL") -- a file: one line per candidate
+local out = detail and assert(io.open(detail, "w"))
+local times, phases, per = {}, {}, {}
 for _, block in ipairs{128, 256, 512, 1024, 2048, 4096} do
   for _, warps in ipairs{1, 2, 4, 8} do
     for _, s in ipairs(seeds) do
@@ -47,30 +54,45 @@ for _, block in ipairs{128, 256, 512, 1024, 2048, 4096} do
         constexprs = {BLOCK = block}, num_warps = warps})
       assert(m, info)
       assert(info.cached == false)
-      times[#times + 1] = (sys.clock() - t) * 1000
+      local ms = (sys.clock() - t) * 1000
+      times[#times + 1] = ms
+      per[s[2]] = per[s[2]] or {}
+      table.insert(per[s[2]], ms)
       for k, v in pairs(info.phases or {}) do
         phases[k] = phases[k] or {}
         table.insert(phases[k], v)
       end
+      if out then
+        local f = {("%s BLOCK=%d num_warps=%d %.1f ms:"):format(s[2], block, warps, ms)}
+        for _, k in ipairs(order) do
+          local v = info.phases and info.phases[k]
+          if v then f[#f + 1] = ("%s=%.1f"):format(k, v) end
+        end
+        out:write(table.concat(f, " "), "\n")
+      end
     end
   end
 end
+if out then out:close() end
 local function q(t, p) table.sort(t) return t[math.max(1, math.ceil(p * #t))] end
 print(("warm %s %d %.1f %.1f %.1f %.1f"):format(version, #times, q(times, 0.5), q(times, 0.1),
                                                q(times, 0.9), cold_start * 1000))
--- where a warm compile's time goes (info.phases, medians): the server's own steps, then the
--- compile process's (inside "child")
-local order = {"fork", "child", "ptxas", "reap", "handoff", "check", "ast_to_ir", "ttir", "ttgir",
-               "llir", "ptx"}
 local line = {}
 for _, k in ipairs(order) do
   if phases[k] then line[#line + 1] = ("%s=%.1f"):format(k, q(phases[k], 0.5)) end
 end
 print("phases " .. table.concat(line, " "))
+local kinds = {}
+for _, s in ipairs(seeds) do
+  local t = per[s[2]]
+  if t then kinds[#kinds + 1] = ("%s %.1f (%d)"):format(s[2], q(t, 0.5), #t) end
+end
+print("kernels " .. table.concat(kinds, ", "))
 LUA
 "$kevo" script "$tmp/warm.lua" "$n_warm" >"$tmp/warm.out"
 read -r _ version nw w50 w10 w90 start_ms <"$tmp/warm.out"
 phases=$(sed -n 's/^phases //p' "$tmp/warm.out")
+kernels=$(sed -n 's/^kernels //p' "$tmp/warm.out")
 
 # A cold batch: a fresh kevo compiles n_warm distinct candidates at once (compile_many on the
 # default number of servers), cold starts included; the wall time divided by the batch size.
@@ -168,7 +190,9 @@ printf '%-58s %10s\n' "kevo server cold start (import + warm-up, once per run)" 
 printf '%-58s %10s\n' "kevo warm compile per candidate, median of $nw" "$w50"
 printf '%-58s %10s\n' "kevo warm compile per candidate, p10 / p90" "$w10 / $w90"
 printf '%-58s %10s\n' "kevo cold batch of $nb (fresh kevo), per candidate" "$b_ms"
-echo "warm compile's phases, ms (medians; server: fork child ptxas reap; child: the rest): $phases"
+echo "kevo warm compile per candidate, median per kernel: $kernels"
+echo "warm compile's phases, ms (medians; server: fork ready child ptxas reap; child: handoff .." \
+  "ptx; warm: the compile process's own warm-up before its request): $phases"
 printf '%-58s %10s\n' "cold process per candidate, median of $n_cold" "$c50"
 echo "cold baseline: $baseline (all: ${cold[*]} ms)"
 awk -v c="$c50" -v w="$w50" -v b="$b_ms" 'BEGIN { r = c > 0 ? sprintf("%.1fx", c / w) : "(no cold process run)"

@@ -44,8 +44,11 @@ PROTO_IN, PROTO_OUT = 3, 4
 MAX_HEADER = 16 << 20
 MAX_PTX = 64 << 20  # what a child may send back
 MAX_MESSAGE = 2000  # a diagnostic's length, as the model will read it
-PHASE_NAMES = ("fork", "handoff", "check", "ast_to_ir", "ttir", "ttgir", "llir", "ptx", "child",
-               "ptxas", "reap")  # info.phases: where a compile's time went (Phases)
+PHASE_NAMES = ("fork", "ready", "handoff", "check", "ast_to_ir", "ttir", "ttgir", "llir", "ptx",
+               "child", "ptxas", "reap", "warm", "warm_cut")  # info.phases (Phases); warm and
+# warm_cut describe the compile process's own warm-up before its request (off the critical path)
+# What str.splitlines (so linecache, so Triton) takes for a line break and the parser does not
+ODD_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 SOURCE_NAME = "kevo-candidate:"  # code objects' file name: no file on disk, only linecache
 
 # The warm-up kernel touches what kernels commonly pull in lazily: a reduction (Triton's own JIT
@@ -63,6 +66,35 @@ def kevo_warmup(x_ptr, n, BLOCK: tl.constexpr):
 '''
 WARMUP_REQ = {"src": WARMUP_SRC, "kernel": "kevo_warmup", "signature": ["*fp32", "i32"],
               "constexprs": {"BLOCK": 128}, "filename": "warmup.py", "timeout": 120}
+
+# What a compile process compiles (to PTX) of its own, walled in, while it waits for its request:
+# a fresh fork shares its pages with the server until it writes them, and a compile writes some
+# two thousand of them (reference counts of Triton's objects, LLVM's and MLIR's state), each a
+# page fault and a copy in the middle of the candidate's compile. Compiling a kernel of kevo's
+# own first takes those faults ahead of the request. The kernel covers what kernels commonly
+# use: a loop, a mask, exp, where, a max and a sum.
+PREFAULT_SRC = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def kevo_prefault(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0).to(tl.float32)
+        acc = tl.maximum(acc, tl.where(x > 0, tl.exp(x), x))
+    tl.store(y_ptr + row, tl.sum(acc, axis=0) / tl.max(acc, axis=0))
+'''
+PREFAULT_REQ = {"src": PREFAULT_SRC, "kernel": "kevo_prefault",
+                "signature": ["*fp32", "*fp32", "i32"], "constexprs": {"BLOCK": 256},
+                "filename": "prefault.py", "timeout": 120}
+
+
+class Interrupted(BaseException):
+    """A compile process's own warm-up stops: its request has come (not an Exception, so that no
+    handler of a compile turns it into a diagnostic)."""
 
 
 def clip(text, n=MAX_MESSAGE):
@@ -112,6 +144,7 @@ class Compiler:
         self.unchecked = False
         self.phases = Phases()
         self.context = None  # an MLIR context made ahead of the request (prepare)
+        self.poll = None  # called between stages (a compile process's warm-up: Interrupted)
         self.triton_dir = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
 
     # --- in the child: source -> PTX ------------------------------------------------------
@@ -134,11 +167,23 @@ class Compiler:
         ns = {"__builtins__": builtins, "__name__": f"kevo_candidate_{self.count}"}
         exec(compile(tree, path, "exec"), ns)
         defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        lines = None
         for name, node in defs.items():
             fn = ns.get(name)
             if not isinstance(fn, self.JITFunction) or fn.fn.__code__.co_filename != path:
                 raise Rejected(node.lineno, node.col_offset + 1,
                                f"'{name}' is not the @triton.jit function written here")
+            # When the text Triton will parse is exactly the checked function's own lines (its
+            # `def` at column 0 to its last line), it is the same tokens, so the same tree.
+            # Only where the parser and linecache (str.splitlines) agree on what a line is (no
+            # \r, \f, \v, \x1c-\x1e, \x85, \u2028, \u2029: with one, a line number could name
+            # other text). Otherwise the trees are compared: exact, at a parse and two dumps.
+            if lines is None:
+                lines = [] if ODD_BREAKS.search(src) else src.splitlines(True)
+            if node.col_offset == 0 and node.end_lineno <= len(lines) and \
+                    lines[node.lineno - 1].startswith("def ") and \
+                    fn.src == "".join(lines[node.lineno - 1:node.end_lineno]):
+                continue
             try:
                 seen = fn.parse().body[0]
             except Exception:
@@ -165,6 +210,33 @@ class Compiler:
                 self.context = self.new_context(self.make_backend(target))
         except Exception:  # the compile makes its own, as it would have anyway
             self.context = None
+
+    def prefault(self, req_fd):
+        """In a compile process walled in and waiting for its request: compiles kevo's own
+        PREFAULT kernel to PTX (its own MLIR context; the prepared one stays for the request),
+        so the pages a compile writes are copied now rather than during the candidate's
+        compile. Stops between two stages as soon as the request is readable on req_fd.
+        Returns (ms spent, whether it was cut short)."""
+        t0 = time.monotonic()
+
+        def poll():
+            if select.select([req_fd], [], [], 0)[0]:
+                raise Interrupted()
+
+        saved, self.context = self.context, None
+        cut = False
+        self.poll = poll
+        try:
+            poll()
+            self.to_ptx(PREFAULT_REQ)
+        except Interrupted:
+            cut = True
+        except Exception:  # kevo's own kernel: the candidate's compile will say what is wrong
+            pass
+        finally:
+            self.poll, self.context = None, saved
+            linecache.clearcache()
+        return (time.monotonic() - t0) * 1000.0, cut
 
     def restricted_import(self, name, globals=None, locals=None, fromlist=(), level=0):
         if level or name not in triton_check.ALLOWED_IMPORTS:
@@ -200,6 +272,8 @@ class Compiler:
         try:
             ns, def_lines = self.load(req["src"], filename)
             mark("check")
+            if self.poll is not None:
+                self.poll()
             fn = ns.get(kernel_name)
             if not isinstance(fn, self.JITFunction):
                 raise Rejected(0, 0, f"no @triton.jit function named '{clip(kernel_name, 64)}'")
@@ -217,6 +291,8 @@ class Compiler:
                                  backend.get_module_map(), context)
             mark("ast_to_ir")
             for ext in ("ttir", "ttgir", "llir", "ptx"):
+                if self.poll is not None:
+                    self.poll()
                 module = stages[ext](module, metadata)
                 mark(ext)
         except Rejected:
@@ -306,9 +382,10 @@ class Compiler:
 
     # --- in the zygote: PTX -> cubin --------------------------------------------------------
 
-    def to_cubin(self, req, ptx, md, extra, deadline=None):
+    def to_cubin(self, req, ptx, md, extra, deadline=None, while_ptxas=None):
         """Checks a child's result against the request and runs ptxas, killed at the deadline
-        (time.monotonic(); PtxasTimeout). Returns (info, cubin)."""
+        (time.monotonic(); PtxasTimeout); while_ptxas() is called once ptxas has started.
+        Returns (info, cubin)."""
         cc, target, backend, options = self.target(req)
         name = md.get("name")
         if name != req["kernel"] or not isinstance(name, str) or \
@@ -328,7 +405,7 @@ class Compiler:
             ints[k] = v
         if ints["num_warps"] != options.num_warps:
             raise ValueError("the compile's result has other num_warps than asked for")
-        cubin = self.run_ptxas(backend, ptx, options, cc, deadline)
+        cubin = self.run_ptxas(backend, ptx, options, cc, deadline, while_ptxas)
         info = {"name": name, "num_warps": ints["num_warps"], "num_stages": options.num_stages,
                 "threads": ints["num_warps"] * 32, "shared": ints["shared"],
                 "num_ctas": int(options.num_ctas), "launch_pdl": bool(options.launch_pdl),
@@ -344,20 +421,40 @@ class Compiler:
                 "triton_version": self.triton.__version__}
         return info, cubin
 
-    def run_ptxas(self, backend, ptx, options, cc, deadline):
+    def run_ptxas(self, backend, ptx, options, cc, deadline, while_ptxas=None):
         """Triton's own make_cubin (its ptxas, its flags), with ptxas killed at the deadline: PTX
         a candidate shaped can keep ptxas busy for minutes (a long inline asm), and the server
         must answer by the compile's deadline and stay warm. What ptxas leaves in the server's
-        temporary directory on a failure is removed."""
+        temporary directory on a failure is removed. while_ptxas() runs once ptxas is started
+        (the server's own work, overlapping ptxas)."""
         import subprocess
         import tempfile
         nvidia = sys.modules[type(backend).__module__]
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             raise PtxasTimeout()
+
+        def run(cmd, check=False, **kw):  # subprocess.run's contract, as make_cubin uses it
+            with subprocess.Popen(cmd, **kw) as proc:
+                try:
+                    if while_ptxas is not None:
+                        try:
+                            while_ptxas()
+                        except Exception:  # tried again after the reply
+                            pass
+                    rc = proc.wait(timeout=None if left is None else
+                                   max(0.0, deadline - time.monotonic()))
+                except BaseException:
+                    proc.kill()
+                    proc.wait()
+                    raise
+            if check and rc:
+                raise subprocess.CalledProcessError(rc, cmd)
+            return subprocess.CompletedProcess(cmd, rc)
+
         shim = type("subprocess", (), {k: getattr(subprocess, k) for k in dir(subprocess)
                                        if not k.startswith("__")})
-        shim.run = staticmethod(lambda *a, **k: subprocess.run(*a, **k, timeout=left))
+        shim.run = staticmethod(run)
         saved, nvidia.subprocess = nvidia.subprocess, shim
         saved_out, sys.stdout = sys.stdout, Discard()  # Triton prints the whole PTX on a failure
         try:
@@ -549,6 +646,12 @@ class Zygote:
                                   "error": clip(f"the compile sandbox could not be set up: {e}")})
             finally:
                 os._exit(3)
+        warm_ms, cut = 0.0, False
+        try:  # walled in, and still nobody's code but the server's: its own warm-up
+            if self.limits.get("prefault"):
+                warm_ms, cut = self.compiler.prefault(req_fd)
+        except BaseException:
+            os._exit(4)
         try:
             req, _ = read_frame(req_fd, MAX_HEADER, 0)
             os.close(req_fd)
@@ -556,6 +659,7 @@ class Zygote:
                 os._exit(0)
             self.compiler.phases.start(req.pop("t0", None))
             self.compiler.phases.mark("handoff")
+            self.compiler.phases.ms.update(warm=round(warm_ms, 2), warm_cut=int(cut))
             used = sum(os.times()[:2])
             cpu = int(used + float(req.get("timeout") or 120)) + 2
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))  # lowering it: always allowed
@@ -598,6 +702,7 @@ class Zygote:
                 if not isinstance(ready, dict) or not ready.get("ready"):
                     return {"ok": False, "internal": True, "error": clip(
                         (ready or {}).get("error") or "the compile process could not start")}, []
+                phases.mark("ready")
                 write_frame(q_w, dict(req, t0=time.monotonic()), deadline=t0 + timeout)
                 os.close(q_w)
                 q_w = -1
@@ -662,7 +767,11 @@ class Zygote:
             md, extra = result.get("md"), result.get("extra")
             if not isinstance(md, dict) or not isinstance(extra, dict):
                 raise ValueError("the compile's result lacks its metadata")
-            info, cubin = self.compiler.to_cubin(req, ptx, md, extra, phases.t0 + timeout)
+            # The next compile process is forked once ptxas has started: its walls and its
+            # warm-up run while ptxas does, not after the reply, when the next request may
+            # already be waiting for it.
+            info, cubin = self.compiler.to_cubin(req, ptx, md, extra, phases.t0 + timeout,
+                                                 self.spawn)
             phases.mark("ptxas")
         except PtxasTimeout:
             return {"ok": False, "timeout": True,
@@ -720,6 +829,7 @@ def main():
         # The same kernel again, through the whole wall: a sandbox that cannot compile it (a
         # path Landlock does not grant, a file the unprivileged user cannot read) says so now,
         # once, rather than in every candidate's verdict.
+        gc.freeze()  # (the first compile process is forked during this compile)
         fields, _ = zygote.compile(dict(WARMUP_REQ, arch=arch))
         if not fields.get("ok"):
             raise RuntimeError("the compile sandbox cannot compile kevo's own test kernel: " +

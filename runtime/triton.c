@@ -144,6 +144,10 @@ int triton_pool_new(const triton_pool_opts *opts, triton_pool **out, kevo_error 
     p->nmax = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
   }
   if (p->nmax > MAX_SERVERS) p->nmax = MAX_SERVERS;
+  /* A compile process's warm-up runs while its server's ptxas does: one more CPU per server. */
+  const char *pre = getenv("KEVO_TRITON_PREFAULT");
+  if (pre && *pre) p->o.prefault = strcmp(pre, "0") != 0 ? 1 : -1;
+  if (p->o.prefault == 0) p->o.prefault = sysconf(_SC_NPROCESSORS_ONLN) >= 2L * p->nmax ? 1 : -1;
   for (int i = 0; i < MAX_SERVERS; i++)
     p->srv[i].proc = (triton_proc){0, -1, -1};
   const char *tmp = getenv("TMPDIR");
@@ -294,7 +298,8 @@ static int server_start(triton_pool *p, int i, kevo_error *err) {
                           .nofile = 512,
                           .drop_uid = drop ? DROP_UID : -1,
                           .drop_gid = drop ? DROP_GID : -1,
-                          .unchecked = p->o.no_allowlist};
+                          .unchecked = p->o.no_allowlist,
+                          .prefault = p->o.prefault > 0};
   int rc = triton_spawn(&so, &p->srv[i].proc, err);
   if (rc) return rc;
   p->srv[i].state = SRV_STARTING;

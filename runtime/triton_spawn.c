@@ -174,9 +174,9 @@ int triton_spawn(const triton_spawn_opts *o, triton_proc *out, kevo_error *err) 
   /* Each compile process's limits, for the zygote to apply after its fork. */
   snprintf(limits, sizeof limits,
            "{\"as_bytes\": %.0f, \"fsize_bytes\": %d, \"nofile\": %d, \"drop_uid\": %ld, "
-           "\"drop_gid\": %ld, \"unchecked\": %s}",
+           "\"drop_gid\": %ld, \"unchecked\": %s, \"prefault\": %s}",
            o->child_as_bytes, 1 << 20, 256, o->drop_uid, o->drop_gid,
-           o->unchecked ? "true" : "false");
+           o->unchecked ? "true" : "false", o->prefault ? "true" : "false");
   /* The whole environment of the server: nothing of the parent's (API keys stay home). Each
    * compile process clears even this before it reads a candidate. */
   char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin",

@@ -29,6 +29,8 @@ typedef struct triton_spawn_opts {
   double child_as_bytes;   /* RLIMIT_AS of each compile process the server forks */
   long drop_uid, drop_gid; /* the server becomes this user once Triton is imported; -1: stays */
   int unchecked;           /* 1: no allow-list (tests of the OS wall alone) */
+  int prefault;            /* 1: each compile process warms up before its request (the server's
+                              own kernel, to PTX), taking a fresh fork's page faults early */
 } triton_spawn_opts;
 
 typedef struct triton_proc {
