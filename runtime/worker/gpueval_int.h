@@ -160,7 +160,10 @@ typedef struct wk_shape {
   uint64_t numel[WK_MAX_TENSORS];
   int rank[WK_MAX_TENSORS];
   int64_t dims[WK_MAX_TENSORS][WK_MAX_RANK];
-  wk_plan cand, ref;
+  /* cand runs the candidate's runs and its timed reps; again the second run of trial 0, the
+   * same plan over the candidate modules' twins (loaded again: their own __device__ state,
+   * scratch of their own), so nothing the first run kept can serve it */
+  wk_plan cand, again, ref;
 } wk_shape;
 
 /* The worst element found. */
@@ -183,6 +186,9 @@ typedef struct wk_eval {
   int nmodules;
   CUmodule modules[WK_MAX_MODULES];
   int module_is_ref[WK_MAX_MODULES];
+  CUmodule twins[WK_MAX_MODULES]; /* candidate modules loaded a second time, when first used */
+  const kevo_blob *blobs;         /* the request's, for loading twins */
+  int twin_offset;                /* the twins have run once more than the first modules */
   char ref_hash[KEVO_HASH_HEX];
   int trials;
   uint64_t seed;
@@ -249,10 +255,10 @@ int wk_bench(wk_eval *e, wk_shape *s);
  * speed-up against; 1 when the drift is beyond the noise (then *ref_ms is the time alone). */
 int wk_ref_drift(const double *inter, int n, const double *alone, int nalone, double *drift,
                  double *ref_ms);
-/* gpuverify.c: whether a set's output slack (and the plan's scratch slack) still holds its
- * poison after a candidate run; -1 and the verdict when not. */
-int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const uint64_t *pattern,
-                    const char *stage);
+/* gpuverify.c: whether a set's output slack (and the candidate plan's scratch slack) still
+ * holds its poison after a run of that plan; -1 and the verdict when not. */
+int wk_slack_intact(wk_eval *e, wk_shape *s, wk_set *set, const wk_plan *plan,
+                    const uint64_t *pattern, const char *stage);
 
 /* gpuplan.c: parses tensors and verify options, loads the modules. */
 int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs);
@@ -261,8 +267,9 @@ void wk_unload(wk_eval *e);
  * the sets verification needs) and resolves both its plans. */
 int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets);
 void wk_shape_teardown(wk_eval *e, wk_shape *s);
-/* Resolves one plan of shape s (cand: a candidate's, from candidate modules only): scratch
- * buffers, functions, shared-memory opt-in, arguments. */
+/* Resolves one plan of shape s (cand: 0 the reference's, 1 a candidate's from candidate modules
+ * only, 2 the same over the candidate modules' twins): scratch buffers, functions,
+ * shared-memory opt-in, arguments. */
 int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand);
 
 #endif

@@ -118,6 +118,7 @@ static int load_modules(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
       return wk_fail(e, "error", "verify",
                      "request: an external reference takes no reference module (modules[%d])", i);
     const kevo_blob *cubin = &blobs[b->valueint];
+    e->blobs = blobs;
     CUresult r = DRV->cuModuleLoadData(&e->modules[i], cubin->data);
     if (r != CUDA_SUCCESS) {
       e->modules[i] = NULL;
@@ -164,9 +165,28 @@ int wk_parse(wk_eval *e, const kevo_blob *blobs, size_t nblobs) {
 }
 
 void wk_unload(wk_eval *e) {
-  for (int i = 0; i < e->nmodules; i++)
+  for (int i = 0; i < e->nmodules; i++) {
     if (e->modules[i]) DRV->cuModuleUnload(e->modules[i]);
+    if (e->twins[i]) DRV->cuModuleUnload(e->twins[i]);
+    e->twins[i] = NULL;
+  }
   e->nmodules = 0;
+}
+
+/* Candidate module mi's twin, loaded from the same cubin the first time a plan needs it. */
+static CUresult twin_of(wk_eval *e, int mi, CUmodule *out) {
+  if (!e->twins[mi]) {
+    const cJSON *m = cJSON_GetArrayItem(field(e->req, "modules"), mi);
+    const cJSON *b = field(m, "blob");
+    if (!e->blobs || !cJSON_IsNumber(b)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = DRV->cuModuleLoadData(&e->twins[mi], e->blobs[b->valueint].data);
+    if (r) {
+      e->twins[mi] = NULL;
+      return r;
+    }
+  }
+  *out = e->twins[mi];
+  return CUDA_SUCCESS;
 }
 
 /* ---- shapes and plans ------------------------------------------------------------------- */
@@ -319,7 +339,7 @@ int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int ca
     const char *name = cJSON_GetStringValue(field(x, "name"));
     double shared;
     int mi = cJSON_IsNumber(mod) ? mod->valueint : -1;
-    if (mi < 0 || mi >= e->nmodules || e->module_is_ref[mi] == cand)
+    if (mi < 0 || mi >= e->nmodules || e->module_is_ref[mi] == (cand != 0))
       return wk_fail(e, bad, "verify", "%s plan: kernels[%d].module is not a %s module", who, p->nk,
                      who);
     if (!name || strlen(name) >= WK_NAME)
@@ -330,7 +350,10 @@ int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int ca
       return wk_fail(e, bad, "verify", "%s kernel %s: grid/block must be 1-3 positive integers",
                      who, name);
     l->shared = (unsigned)shared;
-    CUresult r = DRV->cuModuleGetFunction(&l->fn, e->modules[mi], name);
+    CUmodule mod_at = e->modules[mi];
+    CUresult r = cand == 2 ? twin_of(e, mi, &mod_at) : CUDA_SUCCESS;
+    if (r) return cand_fail(e, r, "loading the candidate's cubin a second time");
+    r = DRV->cuModuleGetFunction(&l->fn, mod_at, name);
     if (r == CUDA_ERROR_NOT_FOUND)
       return wk_fail(e, bad, "verify",
                      "the %s's cubin has no kernel named '%s' (is it extern \"C\"?)", who, name);
@@ -397,7 +420,8 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
   }
   if (e->no_modules || e->no_plans) return 0;
   if (!e->external && wk_plan_prepare(e, s, field(spec, "reference"), &s->ref, 0)) return -1;
-  return wk_plan_prepare(e, s, field(spec, "candidate"), &s->cand, 1);
+  if (wk_plan_prepare(e, s, field(spec, "candidate"), &s->cand, 1)) return -1;
+  return wk_plan_prepare(e, s, field(spec, "candidate"), &s->again, 2);
 }
 
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {
@@ -406,6 +430,7 @@ void wk_shape_teardown(wk_eval *e, wk_shape *s) {
       pool_free(e->g, &s->set[k].t[i]);
   for (int i = 0; i < WK_MAX_SCRATCH; i++) {
     pool_free(e->g, &s->cand.scratch[i]);
+    pool_free(e->g, &s->again.scratch[i]);
     pool_free(e->g, &s->ref.scratch[i]);
   }
   memset(s, 0, sizeof *s);

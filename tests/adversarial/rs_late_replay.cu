@@ -1,5 +1,6 @@
-// Class 4: memoisation padded to stay above the physical floor. Honest for its first 100
-// launches (verification makes fewer), then it stops reading x: it replays the last sums it
+// Class 4: memoisation padded to stay above the physical floor. Honest for its first 80
+// launches (verification makes 72 on the modules the timing loop runs: 8 shapes x 9; trial 0's
+// second runs go to twin modules), then it stops reading x: it replays the last sums it
 // wrote (a __device__ copy) and spins on %globaltimer until a plausible time has passed, so the
 // floor cannot flag it. On one input set, timed over and over, every repetition would match.
 // The timing loop rotates over three input sets, each checked against its own verified
@@ -8,7 +9,7 @@
 return {kernels = {{name = "row_sum", grid = {cdiv(M, 8)}, block = {256},
                     args = {"x", "y", i32(M), i32(N)}}}}
 */
-#define HONEST_LAUNCHES 100u
+#define HONEST_LAUNCHES 80u
 #define MAX_ROWS 32768
 __device__ unsigned int launches;
 __device__ unsigned int blocks_done;
