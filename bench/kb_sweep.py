@@ -194,7 +194,7 @@ class Sweep:
 
     def row(self, r):
         cols = ["problem", "gpu", "import_s", "peak_gib", "footprint_gib", "est_gib", "eval_s",
-                "outcome", "detail", "t0", "t1"]
+                "outcome", "detail", "t0", "t1", "forward_gib"]
         r.setdefault("t1", "%.1f" % (time.time() - self.start))
         line = "\t".join(str(r.get(c, "-")).replace("\t", " ").replace("\n", " ") for c in cols)
         with self.lock:
@@ -290,6 +290,9 @@ class Sweep:
         m = re.search(r"import peak GPU memory (\S+) GiB for a problem of (\S+) GiB", text)
         if m:
             r["peak_gib"], r["footprint_gib"] = m.group(1), m.group(2)
+        m = re.search(r"its f32 forward adds (\S+) GiB", text)
+        if m:
+            r["forward_gib"] = m.group(1)
         last = [ln for ln in text.splitlines() if ln.strip()]
         if rc is None:
             r.update(outcome="timeout", detail="import past %d s" % a.import_timeout)
@@ -453,7 +456,8 @@ def summary(rows, problems, started, out):
         except (KeyError, ValueError):
             continue
         if fp >= 0.5 and peak > 2 * fp:
-            over.append("%s %.3g / %.3g GiB" % (r["problem"], peak, fp))
+            over.append("%s %.3g / %.3g GiB (its forward adds %s)" % (
+                r["problem"], peak, fp, r.get("forward_gib", "?")))
     lines.append("  import peak over 2x the footprint (footprints of 0.5 GiB or more): %d%s" % (
         len(over), (": " + "; ".join(over)) if over else ""))
     for r in by.get("refused", []) + by.get("timeout", []) + by.get("import_failed", []) + \

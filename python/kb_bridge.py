@@ -291,30 +291,34 @@ def gpu_bytes(torch):
     return torch.cuda.memory_allocated() if torch.cuda.is_available() else 0
 
 
-def measured_tolerance(torch, prob, outs, budget):
+def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
     """Compares the reference at its own precision with the same model in float64 on the same
     inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol),
     times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32. When it
     cannot be measured: {"f32": None, "why": ...}, so the import says which tolerance it used.
 
     budget: the GPU bytes the pass may add. The model and its inputs in float64 take twice
-    their f32 bytes, its outputs and intermediates as much again; when that is over budget, the
-    pass runs on the first rows of the batch (every input's dimension 0, when they share one
-    and the outputs follow it), f32 and float64 alike, and says so ("subsample")."""
+    their f32 bytes, its outputs and intermediates twice what the f32 forward added
+    (fwd_extra, measured; at least the outputs), and the f32 forward on a subsample that
+    again; when that is over budget, the pass runs on the first rows of the batch (every
+    input's dimension 0, when they share one and the outputs follow it), f32 and float64
+    alike, and says so ("subsample"). A loss over 8 GiB of inputs adds 8 GiB of
+    intermediates: counting the outputs alone let such a pass reach 3x the footprint."""
     import copy
     if not all(o.dtype == torch.float32 for o in outs):
         return {"f32": None, "why": "not every output is float32 (%s)"
                 % ", ".join(str(o.dtype).replace("torch.", "") for o in outs)}
     ins = [t for _, _, t in prob.tensor_inputs()]
     weights = nbytes(t for _, _, t in prob.weights)
-    need = 2 * weights + 2 * nbytes(ins) + 4 * nbytes(outs)
+    extra = max(fwd_extra, nbytes(outs))
+    need = 2 * weights + 2 * nbytes(ins) + 2 * extra
     rows, batch = None, None
     if need > budget:
         batch = ins[0].shape[0] if ins and ins[0].dim() > 0 else None
         same = batch is not None and all(t.dim() > 0 and t.shape[0] == batch for t in ins) and \
             all(o.dim() > 0 and o.shape[0] == batch for o in outs)
         spare = budget - 2 * weights
-        per_row = (2 * nbytes(ins) + 4 * nbytes(outs)) / batch if same and batch else 0
+        per_row = (2 * nbytes(ins) + 3 * extra) / batch if same and batch else 0
         if not same or per_row <= 0 or spare < per_row:
             return {"f32": None, "why": "the float64 pass needs %.3g GiB, over the %.3g GiB this "
                     "import may add (twice the problem's footprint), and the inputs share no "
@@ -426,7 +430,8 @@ def degenerate(torch, prob, path, outs):
         if device_digest(torch, list(prob.forward())) == first:
             return ("the outputs do not depend on the inputs (two different draws of %d input "
                     "tensor%s give identical outputs)" % (ninputs, "" if ninputs == 1 else "s"))
-    prob.args = []  # prob2 draws its own
+    prob.args = []  # prob2 draws its own, and builds its own model: two models' weights
+    prob.model, prob.weights = None, []  # at once would double them
     release(torch)
     prob2 = Problem(torch, path, seed=1)
     if device_digest(torch, list(prob2.forward())) == first:
@@ -460,9 +465,17 @@ def describe_within(torch, path):
     base = gpu_bytes(torch)
     prob = Problem(torch, path)
     t0 = time.time()
+    # what the forward adds above its inputs and weights (its outputs and intermediates),
+    # measured: the float64 pass is sized from it. The peak so far is kept (the import's).
+    before, peak_so_far = gpu_bytes(torch), 0
+    if torch.cuda.is_available():
+        peak_so_far = torch.cuda.max_memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
     outs = list(prob.forward())
+    fwd_extra = 0
     if prob.device.type == "cuda":
         torch.cuda.synchronize()
+        fwd_extra = max(0, torch.cuda.max_memory_allocated() - before)
     footprint = nbytes(t for _, _, t in prob.tensor_inputs()) + \
         nbytes(t for _, _, t in prob.weights) + nbytes(outs)
     if prob.device.type == "cuda":
@@ -502,13 +515,14 @@ def describe_within(torch, path):
     # where memory is no concern and a subsample would only make the figure rougher)
     d["tolerance"] = measured_tolerance(torch, prob, outs,
                                         max(0, base + max(2 * footprint, 4 << 30) -
-                                            gpu_bytes(torch)))
+                                            gpu_bytes(torch)), fwd_extra)
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
     d["degenerate"] = degenerate(torch, prob, path, outs)
     d["footprint_bytes"] = footprint
+    d["forward_extra_bytes"] = fwd_extra
     if torch.cuda.is_available():
-        d["peak_gpu_bytes"] = torch.cuda.max_memory_allocated() - base
+        d["peak_gpu_bytes"] = max(peak_so_far, torch.cuda.max_memory_allocated()) - base
     return d
 
 
