@@ -58,7 +58,7 @@ run_one() {
   timeout "$limit" "$KEVO" import "$dir/$p" --out "$rdir" --force > "$rdir/$name.import.txt" 2>&1
   local rc=$?
   imp=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
-  peak=$(sed -n 's/^import peak GPU memory \([^ ]*\) GiB for a problem of \([^ ]*\) GiB$/\1 \/ \2/p' \
+  peak=$(sed -n 's/^import peak GPU memory \([^ ]*\) GiB for a problem of \([^ ]*\) GiB.*$/\1 \/ \2/p' \
     "$rdir/$name.import.txt")
   if [ $rc -ne 0 ]; then
     outcome="import exit $rc: $(grep -v '^$' "$rdir/$name.import.txt" | tail -1 | cut -c1-160)"
