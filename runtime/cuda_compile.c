@@ -428,6 +428,15 @@ static int run_job(const prepared *p, job **jout, kevo_error *err) {
   if (busy >= MAX_ABANDONED)
     return kevo_fail(err, KEVO_E_TIMEOUT,
                      "%d timed-out compiles are still running; not starting another", busy);
+  /* the caller's deadline: what is left of it is this compile's time, if less */
+  double timeout_s = p->timeout_s;
+  if (p->o->deadline_s > 0) {
+    double left = p->o->deadline_s - now_ms() / 1e3;
+    if (left <= 0)
+      return kevo_fail(err, KEVO_E_TIMEOUT, "compiling %s was not started: its deadline had passed",
+                       p->name);
+    if (left < timeout_s) timeout_s = left;
+  }
   job *j = calloc(1, sizeof *j);
   if (!j) return kevo_fail(err, KEVO_E_NOMEM, "out of memory");
   pthread_mutex_init(&j->mu, NULL);
@@ -437,7 +446,7 @@ static int run_job(const prepared *p, job **jout, kevo_error *err) {
   pthread_cond_init(&j->cv, &ca);
   pthread_condattr_destroy(&ca);
   j->refs = 2;
-  j->deadline_ms = now_ms() + p->timeout_s * 1e3;
+  j->deadline_ms = now_ms() + timeout_s * 1e3;
   j->src = malloc(p->len + 1);
   j->name = strdup(p->name);
   int ok = j->src && j->name;
@@ -459,7 +468,7 @@ static int run_job(const prepared *p, job **jout, kevo_error *err) {
     return kevo_fail(err, KEVO_E_NOMEM, "cannot start a compile thread");
   }
   struct timespec ts;
-  deadline_ts(p->timeout_s * 1e3, &ts);
+  deadline_ts(timeout_s * 1e3, &ts);
   pthread_mutex_lock(&j->mu);
   while (!j->done)
     if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
@@ -478,8 +487,9 @@ static int run_job(const prepared *p, job **jout, kevo_error *err) {
     return KEVO_OK;
   }
   if (last) job_free(j);
-  return kevo_fail(err, KEVO_E_TIMEOUT, "compiling %s took longer than %.3g s", p->name,
-                   p->timeout_s);
+  return kevo_fail(err, KEVO_E_TIMEOUT, "compiling %s took longer than %.3g s%s", p->name,
+                   timeout_s,
+                   timeout_s < p->timeout_s ? " (what was left before its deadline)" : "");
 }
 
 int cuda_compile_drain(double timeout_s) {

@@ -57,9 +57,12 @@ typedef struct cuda_compile_opts {
   const char *arch; /* "sm_90"; NULL means the default (KEVO_ARCH env or sm_90) */
   const kevo_define *defines;
   size_t ndefines;
-  int lineinfo;     /* add -lineinfo */
-  double timeout_s; /* 0: default */
-  int no_cache;     /* 1: neither read nor write the compile cache (benchmarks) */
+  int lineinfo;      /* add -lineinfo */
+  double timeout_s;  /* 0: default */
+  int no_cache;      /* 1: neither read nor write the compile cache (benchmarks) */
+  double deadline_s; /* CLOCK_MONOTONIC seconds (kevo.clock's) by which the compile must end,
+                        whatever timeout_s says (a run's --time); 0: none. Past it, a compile
+                        not yet started fails at once with KEVO_E_TIMEOUT ("not started") */
 } cuda_compile_opts;
 
 /* "reads the global timer or a clock register", ... for bit 1 << i (CUDA_ART_*, cuda_module.h). */

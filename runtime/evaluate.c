@@ -365,8 +365,18 @@ typedef struct built {
   evtri_prep tp;
   const char *pverdict; /* Triton preparation failed with this verdict (launch_error, no_gpu) */
   kevo_error perr;
-  int late; /* not started by the batch's start_by: not compiled, not judged */
+  int late; /* LATE_UNSTARTED or LATE_COMPILING: not judged (the batch's start_by passed) */
 } built;
+/* Why a candidate is not judged under a batch's start_by (kevo run's --time): it was not begun
+ * by then, or its compile was still under way then and was cut there (a compile, NVRTC's or
+ * Triton's, gets what is left before start_by and no more: its candidate could not be judged
+ * after it anyway). */
+enum { LATE_UNSTARTED = 1, LATE_COMPILING = 2 };
+
+/* A compile that failed with KEVO_E_TIMEOUT once start_by has passed was cut by it: late. */
+static int cut_by(double start_by, int rc) {
+  return rc == KEVO_E_TIMEOUT && start_by > 0 && mono_s() >= start_by;
+}
 
 static const char *dtype_of(const char *name, void *ud) {
   const kevo_recipe *r = ud;
@@ -849,7 +859,8 @@ int evaluator_run(evaluator *ev, const eval_candidate *cand, cJSON **result, kev
 }
 
 /* Compiles every Triton job of the batch on the pool's servers at once. */
-static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n) {
+static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs, size_t n,
+                           double start_by) {
   size_t njobs = 0;
   for (size_t i = 0; i < n; i++)
     if (!strcmp(cands[i].lang, "triton") && !bs[i].pverdict && !bs[i].late) njobs += bs[i].tp.njobs;
@@ -862,9 +873,11 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
   size_t k = 0;
   for (size_t i = 0; o && mods && rcs && errs && i < n; i++) {
     if (strcmp(cands[i].lang, "triton") || bs[i].pverdict || bs[i].late) continue;
-    for (size_t j = 0; j < bs[i].tp.njobs; j++)
+    for (size_t j = 0; j < bs[i].tp.njobs; j++) {
       evtri_compile_opts(&bs[i].tp, j, cands[i].source, cands[i].len, cand_name(&cands[i]),
-                         arch_of(ev), &o[k++]);
+                         arch_of(ev), &o[k]);
+      o[k++].deadline_s = start_by;
+    }
   }
   if (p && k == njobs) triton_compile_many(p, o, njobs, mods, rcs, errs);
   k = 0;
@@ -879,6 +892,7 @@ static void compile_triton(evaluator *ev, const eval_candidate *cands, built *bs
         jb->mod = mods[k];
         jb->rc = rcs[k];
         jb->err = errs[k];
+        if (cut_by(start_by, rcs[k])) bs[i].late = LATE_COMPILING;
       } else {
         jb->rc = kevo_fail(&jb->err, KEVO_E_NOMEM, "no memory to compile %zu kernels", njobs);
       }
@@ -923,7 +937,8 @@ static void compile_group(compile_pipe *cp, size_t from, size_t to) {
                                     .name = base_name(cand_name(c)),
                                     .arch = cp->arch,
                                     .defines = c->knobs,
-                                    .ndefines = c->nknobs};
+                                    .ndefines = c->nknobs,
+                                    .deadline_s = cp->start_by};
       mods[k] = NULL;
       which[k++] = i;
     }
@@ -937,6 +952,7 @@ static void compile_group(compile_pipe *cp, size_t from, size_t to) {
     cp->bs[which[j]].cm = mods[j];
     cp->bs[which[j]].crc = rcs[j];
     cp->bs[which[j]].cerr = errs[j];
+    if (cut_by(cp->start_by, rcs[j])) cp->bs[which[j]].late = LATE_COMPILING;
   }
   free(errs);
 }
@@ -949,7 +965,7 @@ static void *compile_main(void *arg) {
     size_t to = from + group < cp->n ? from + group : cp->n;
     if (past(cp->start_by)) /* the rest will not be judged: not compiled either */
       for (size_t i = from; i < to; i++)
-        cp->bs[i].late = 1;
+        cp->bs[i].late = LATE_UNSTARTED;
     else
       compile_group(cp, from, to);
     pthread_mutex_lock(&cp->mu);
@@ -994,7 +1010,9 @@ static void judge_each(void *arg, size_t slot) {
       jp->results[i] = cJSON_CreateObject();
       if (jp->results[i])
         set_verdict(jp->results[i], "not_evaluated", "compile",
-                    "not evaluated: the run's time ran out before it was started");
+                    jp->bs[i].late == LATE_COMPILING
+                        ? "not evaluated: the run's time ran out while it was being compiled"
+                        : "not evaluated: the run's time ran out before it was started");
     } else {
       jp->results[i] = judge(jp->ev, &jp->ev->slots[slot], &jp->cands[i], &jp->bs[i], i);
     }
@@ -1038,8 +1056,8 @@ int evaluator_run_many(evaluator *ev, const eval_candidate *cands, size_t n, cJS
       triton_prepare(ev, &cands[i], have_dev ? dev : NULL, &bs[i]);
   if (past(start_by))
     for (size_t i = 0; i < n; i++)
-      bs[i].late |= !strcmp(cands[i].lang, "triton");
-  compile_triton(ev, cands, bs, n);
+      if (!strcmp(cands[i].lang, "triton") && !bs[i].late) bs[i].late = LATE_UNSTARTED;
+  compile_triton(ev, cands, bs, n, start_by);
   judge_pipe jp = {.ev = ev, .cp = &cp, .cands = cands, .bs = bs, .results = results};
   if (rc == KEVO_OK) eval_pool_each(ev->pool, ev->nslots < n ? ev->nslots : n, judge_each, &jp);
   if (jp.nomem && rc == KEVO_OK) rc = kevo_fail(err, KEVO_E_NOMEM, "no memory for a result");

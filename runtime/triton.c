@@ -34,6 +34,11 @@ enum { MAX_SERVERS = 16 };
 /* kevo's own deadline is the compile's plus this: the server kills a late compile process
  * itself (and stays warm); kevo kills the server only when the server itself stops answering. */
 #define SERVER_GRACE_S 15.0
+/* Past a compile's deadline_s a server that has not answered is killed after this: the server
+ * kills its compile process at the timeout it was given, so this is for a server that hangs. */
+#define DEADLINE_GRACE_S 0.5
+/* The least timeout a server is given (it reads 0 as its default, 120 s). */
+#define MIN_TIMEOUT_S 0.05
 /* The unprivileged user the servers run as when kevo runs as root (nobody on Debian). */
 #define DROP_UID 65534
 #define DROP_GID 65534
@@ -530,13 +535,17 @@ static int send_job(triton_pool *p, int si, job *j, long id, kevo_error *err) {
   cJSON_AddItemToObject(h, "src", cJSON_CreateStringReference(j->o->source));
   cJSON_AddStringToObject(h, "filename", j->o->filename ? j->o->filename : "candidate.py");
   double timeout = j->o->timeout_s > 0 ? j->o->timeout_s : p->o.timeout_s;
+  double now = now_s(), left = j->o->deadline_s > 0 ? j->o->deadline_s - now : timeout;
+  if (left < timeout) timeout = left > MIN_TIMEOUT_S ? left : MIN_TIMEOUT_S;
   cJSON_AddNumberToObject(h, "timeout", timeout);
   int rc = kevo_frame_write(s->proc.to_fd, h, NULL, 0, err);
   cJSON_Delete(h);
   if (rc) return rc;
   s->state = SRV_BUSY;
-  s->sent = now_s();
+  s->sent = now;
   s->deadline = s->sent + timeout + SERVER_GRACE_S;
+  if (j->o->deadline_s > 0 && j->o->deadline_s + DEADLINE_GRACE_S < s->deadline)
+    s->deadline = j->o->deadline_s + DEADLINE_GRACE_S;
   return KEVO_OK;
 }
 
@@ -664,6 +673,18 @@ static void batch_prepare(batch *b, const triton_compile_opts *opts) {
   }
 }
 
+/* Jobs still waiting for a server when their deadline_s passes are done: not started. */
+static void batch_expire(batch *b) {
+  double now = now_s();
+  for (size_t i = 0; i < b->n; i++) {
+    job *j = &b->jobs[i];
+    if (!j->pending || j->o->deadline_s <= 0 || now < j->o->deadline_s) continue;
+    b->rcs[i] = kevo_fail(&b->errs[i], KEVO_E_TIMEOUT,
+                          "compiling '%s' was not started: its deadline had passed", j->o->kernel);
+    batch_done(b, i);
+  }
+}
+
 /* Hands pending jobs to idle servers. */
 static void batch_dispatch(batch *b) {
   triton_pool *p = b->p;
@@ -759,6 +780,9 @@ static int batch_wait(batch *b) {
     who[np++] = si;
     if (s->deadline - now < wait) wait = s->deadline - now;
   }
+  for (size_t i = 0; i < b->n; i++) /* a job waiting for a server waits no longer than this */
+    if (b->jobs[i].pending && b->jobs[i].o->deadline_s > 0 && b->jobs[i].o->deadline_s - now < wait)
+      wait = b->jobs[i].o->deadline_s - now;
   int pr = poll(pfd, (nfds_t)np, wait > 0 ? (int)(wait * 1000) + 1 : 0);
   if (pr < 0 && errno != EINTR)
     return kevo_fail(&b->start_err, KEVO_E_IO, "poll: %s", strerror(errno));
@@ -823,6 +847,8 @@ void triton_compile_many(triton_pool *p, const triton_compile_opts *opts, size_t
              .start_err = {KEVO_E_UNSUPPORTED, "no Triton compile server could start"}};
   batch_prepare(&b, opts);
   while (b.left) {
+    batch_expire(&b);
+    if (!b.left) break;
     batch_dispatch(&b);
     if (!batch_start_servers(&b)) {
       for (size_t i = 0; i < n; i++)

@@ -72,6 +72,11 @@ typedef struct triton_compile_opts {
   int num_stages;          /* 0: 3 */
   const char *arch;        /* "sm_90"; NULL: $KEVO_ARCH or sm_90 */
   double timeout_s;        /* 0: the pool's */
+  double deadline_s;       /* CLOCK_MONOTONIC seconds (kevo.clock's) by which the compile must
+                              end, whatever timeout_s says (a run's --time): the server is given
+                              what is left as the compile's timeout, and is killed if it has not
+                              answered DEADLINE_GRACE_S past it; a compile not yet sent then
+                              fails at once with KEVO_E_TIMEOUT ("not started"). 0: none */
 } triton_compile_opts;
 
 typedef struct triton_diag {
