@@ -11,7 +11,9 @@
  * Heads are processed GG at a time (8, 4, 2 or 1: the largest that divides G), a compile-time
  * count so that q and the output accumulators stay in registers; one entry point per GG
  * (decode_attn_partial8 .. 1), chosen by the launch, so each has only the registers it needs.
- * Knobs: WARPS (per block), TT (tokens per half-warp step), TARGET (blocks to aim the split at). */
+ * Knobs: WARPS (per block), TT (tokens per half-warp step), TARGET (the most blocks: the split
+ * count is TARGET / (B * HK)), PF (1: the next step's K and V loads are issued before this step's
+ * math, so loads stay in flight while a warp computes). */
 /* kevo:launch
 local HQ = HK * G
 local splits = max(1, min(cdiv(S, 64), TARGET // (B * HK))) -- at most TARGET blocks: no spare wave
@@ -40,6 +42,9 @@ return {
 #ifndef TARGET
 #define TARGET 1056
 #endif
+#ifndef PF
+#define PF 1
+#endif
 #define D 128
 #define NG (2 * WARPS) /* half-warps per block */
 #define QSCALE 0.12751743074420124f /* log2(e) / sqrt(128) */
@@ -48,6 +53,23 @@ __device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000);
 __device__ __forceinline__ float bf_at(const uint4& v, int e) {
   const unsigned w = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
   return __uint_as_float((e & 1) ? (w & 0xffff0000u) : (w << 16));
+}
+
+/* K and V rows t .. t + TT - 1 of this lane's 8 dims (zeros past c1) */
+__device__ __forceinline__ void load_tokens(uint4 (&kr)[TT], uint4 (&vr)[TT],
+                                            const __nv_bfloat16* __restrict__ kb,
+                                            const __nv_bfloat16* __restrict__ vb, int t, int c1,
+                                            int dim) {
+#pragma unroll
+  for (int j = 0; j < TT; j++) {
+    if (t + j < c1) {
+      kr[j] = *reinterpret_cast<const uint4*>(kb + (long long)(t + j) * D + dim);
+      vr[j] = *reinterpret_cast<const uint4*>(vb + (long long)(t + j) * D + dim);
+    } else {
+      kr[j] = make_uint4(0, 0, 0, 0);
+      vr[j] = make_uint4(0, 0, 0, 0);
+    }
+  }
 }
 
 __shared__ float sm_acc[WARPS][8][D];
@@ -75,19 +97,19 @@ __device__ __forceinline__ void heads(const __nv_bfloat16* __restrict__ q,
   /* both half-warps of a warp take the same number of steps (their shuffles need each other):
    * the loop runs on the warp's first token, a half past the chunk's end masks its tokens */
   const int half = gi & 1;
-  for (int tw = c0 + (gi >> 1) * 2 * TT; tw < c1; tw += NG * TT) {
+  uint4 kr[TT], vr[TT];
+  const int first = c0 + (gi >> 1) * 2 * TT;
+#if PF
+  load_tokens(kr, vr, kb, vb, first + half * TT, c1, dim);
+#endif
+  for (int tw = first; tw < c1; tw += NG * TT) {
     const int t = tw + half * TT;
-    uint4 kr[TT], vr[TT];
-#pragma unroll
-    for (int j = 0; j < TT; j++) {
-      if (t + j < c1) {
-        kr[j] = *reinterpret_cast<const uint4*>(kb + (long long)(t + j) * D + dim);
-        vr[j] = *reinterpret_cast<const uint4*>(vb + (long long)(t + j) * D + dim);
-      } else {
-        kr[j] = make_uint4(0, 0, 0, 0);
-        vr[j] = make_uint4(0, 0, 0, 0);
-      }
-    }
+#if PF /* the next step's loads go out before this step's math */
+    uint4 kn[TT], vn[TT];
+    load_tokens(kn, vn, kb, vb, t + NG * TT, c1, dim);
+#else
+    load_tokens(kr, vr, kb, vb, t, c1, dim);
+#endif
 #pragma unroll
     for (int g = 0; g < GG; g++) {
       float sc[TT];
@@ -116,6 +138,13 @@ __device__ __forceinline__ void heads(const __nv_bfloat16* __restrict__ q,
         for (int e = 0; e < 8; e++) acc[g][e] = fmaf(p, bf_at(vr[j], e), acc[g][e]);
       }
     }
+#if PF
+#pragma unroll
+    for (int j = 0; j < TT; j++) {
+      kr[j] = kn[j];
+      vr[j] = vn[j];
+    }
+#endif
   }
   /* merge the two half-warps of each warp by shuffles, then the warps through shared memory */
 #pragma unroll

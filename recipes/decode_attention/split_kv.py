@@ -20,7 +20,8 @@ return {
 # the whole group), scores and P @ V on the tensor cores (P as a bf16 pair, hi + lo), an online
 # softmax in the exp2 domain, and writes the chunk's unnormalised output and (max, sum) to
 # scratch; decode_attn_combine merges the chunks of each query head. TARGET (blocks to aim the
-# split at) is read by the launch chunk only. Knobs: BLOCK_N, num_warps, num_stages, TARGET.
+# split count at: TARGET / (B * HK)) is read by the launch chunk only. Knobs: BLOCK_N, num_warps,
+# num_stages, TARGET.
 import triton
 import triton.language as tl
 
