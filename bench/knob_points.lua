@@ -18,8 +18,9 @@ for i = 2, #arg - 1, 2 do
                        knobs = knobs, bench = true, name = file:match("[^/]+$")}
   labels[#labels + 1] = file:match("[^/]+$") .. " " .. spec
 end
-local results = ev:evaluate_many(cands)
-for i, res in ipairs(results) do
+-- one at a time, each line printed as it comes (a run cut by a time limit keeps what it had)
+for i, cand in ipairs(cands) do
+  local res = ev:evaluate(cand)
   local b = res.bench or {}
   if res.verdict == "ok" and b.median_ms then
     print(string.format("%-40s ok %9.4f ms %6.1f%% roof %6.3fx", labels[i], b.median_ms,
@@ -27,4 +28,5 @@ for i, res in ipairs(results) do
   else
     print(string.format("%-40s %s: %s", labels[i], res.verdict, res.message or ""))
   end
+  io.stdout:flush()
 end
