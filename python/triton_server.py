@@ -438,10 +438,7 @@ class Compiler:
             with subprocess.Popen(cmd, **kw) as proc:
                 try:
                     if while_ptxas is not None:
-                        try:
-                            while_ptxas()
-                        except Exception:  # tried again after the reply
-                            pass
+                        while_ptxas()
                     rc = proc.wait(timeout=None if left is None else
                                    max(0.0, deadline - time.monotonic()))
                 except BaseException:
@@ -609,12 +606,19 @@ class Zygote:
         """Forks the next compile process before its request comes (the spare), so that the
         fork and the walls are off a compile's critical path. The spare walls itself in at once
         and then waits for one request on a pipe of its own; until it reads one it has run
-        nothing of anyone's. Called at start and after each reply has gone out."""
+        nothing of anyone's. Called at start, as soon as a compile's request is handed over (so
+        the next one walls itself in and warms up while that compile runs), and after each
+        reply (if that failed)."""
         if self.spare is not None:
             return
         q_r, q_w = os.pipe()
         r_r, r_w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (q_r, q_w, r_r, r_w):
+                os.close(fd)
+            raise
         if pid == 0:
             os.close(q_w)
             os.close(r_r)
@@ -622,6 +626,14 @@ class Zygote:
         os.close(q_r)
         os.close(r_w)
         self.spare = (pid, q_w, r_r)
+
+    def spawn_quietly(self):
+        """spawn(), where a failure (no fork, no pipe) is tried again later rather than failing
+        the compile under way."""
+        try:
+            self.spawn()
+        except Exception:
+            pass
 
     def drop_spare(self):
         if self.spare is not None:
@@ -706,6 +718,7 @@ class Zygote:
                 write_frame(q_w, dict(req, t0=time.monotonic()), deadline=t0 + timeout)
                 os.close(q_w)
                 q_w = -1
+                self.spawn_quietly()  # the next one: its walls and warm-up overlap this compile
                 result, blobs = read_frame(r, 1 << 20, MAX_PTX, t0 + timeout, max_blobs=1)
             except TimeoutError:
                 why = "timeout"
@@ -767,11 +780,10 @@ class Zygote:
             md, extra = result.get("md"), result.get("extra")
             if not isinstance(md, dict) or not isinstance(extra, dict):
                 raise ValueError("the compile's result lacks its metadata")
-            # The next compile process is forked once ptxas has started: its walls and its
-            # warm-up run while ptxas does, not after the reply, when the next request may
-            # already be waiting for it.
+            # (Where the next compile process could not be forked with the request, it is
+            # forked once ptxas has started, so that it is ready by the next request.)
             info, cubin = self.compiler.to_cubin(req, ptx, md, extra, phases.t0 + timeout,
-                                                 self.spawn)
+                                                 self.spawn_quietly)
             phases.mark("ptxas")
         except PtxasTimeout:
             return {"ok": False, "timeout": True,
