@@ -91,6 +91,7 @@ struct eval_pool {
   eval_transport **t;
   pool_thread **th; /* th[i] for t[i], made on the first eval_pool_each */
   size_t n, cap;
+  char *kept;             /* eval_pool_local_kept's key: parked on release, not freed */
   eval_pool_grow_fn grow; /* eval_pool_set_grow's, or NULL */
   void *grow_arg;
   void (*grow_free)(void *);
@@ -219,6 +220,7 @@ int eval_pool_grow(eval_pool *p, kevo_error *err) {
 
 void eval_pool_free(eval_pool *p) {
   if (!p) return;
+  free(p->kept);
   if (p->grow_free) p->grow_free(p->grow_arg);
   for (size_t i = 0; i < p->n; i++) {
     eval_transport_free(p->t[i]); /* first: its worker dies with the thread that forked it */
@@ -467,4 +469,56 @@ int eval_pool_devices(eval_pool *p, const cJSON **first, kevo_error *err) {
   if (!rc) *first = jobs[0].dev;
   free(jobs);
   return rc;
+}
+
+/* ---- a pool kept for the next evaluator ---- */
+
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+static eval_pool *parked; /* at most one, with its key in parked->kept */
+
+static char *kept_key(const char *spec, const evalclient_opts *o) {
+  const char *cmd = o && o->worker_cmd ? o->worker_cmd : getenv("KEVO_WORKER");
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  size_t n = strlen(spec ? spec : "") + strlen(cmd ? cmd : "") + strlen(vis ? vis : "") + 64;
+  char *k = malloc(n);
+  if (k)
+    snprintf(k, n, "%s|%s|%s|%d|%g", spec ? spec : "", cmd ? cmd : "", vis ? vis : "", vis != NULL,
+             o ? o->hello_timeout_s : 0);
+  return k;
+}
+
+int eval_pool_local_kept(const char *spec, const evalclient_opts *o, eval_pool **out,
+                         kevo_error *err) {
+  *out = NULL;
+  char *key = kept_key(spec, o);
+  if (!key) return kevo_fail(err, KEVO_E_NOMEM, "no memory for a worker pool");
+  pthread_mutex_lock(&parked_mu);
+  if (parked && !strcmp(parked->kept, key)) {
+    *out = parked;
+    parked = NULL;
+  }
+  pthread_mutex_unlock(&parked_mu);
+  if (*out) {
+    free(key);
+    return KEVO_OK;
+  }
+  int rc = eval_pool_local(spec, o, out, err);
+  if (rc) {
+    free(key);
+    return rc;
+  }
+  (*out)->kept = key;
+  return KEVO_OK;
+}
+
+void eval_pool_release(eval_pool *p) {
+  if (!p || !p->kept) {
+    eval_pool_free(p);
+    return;
+  }
+  pthread_mutex_lock(&parked_mu);
+  eval_pool *old = parked;
+  parked = p;
+  pthread_mutex_unlock(&parked_mu);
+  eval_pool_free(old);
 }

@@ -87,6 +87,21 @@ int eval_pool_grow(eval_pool *p, kevo_error *err);
  * repeated list; KEVO_E_NOGPU for "all" on a machine without a GPU. */
 int eval_pool_local(const char *spec, const evalclient_opts *o, eval_pool **out, kevo_error *err);
 
+/* eval_pool_local, but the pool may be one an earlier evaluator of this process left parked
+ * (eval_pool_release) for the same spec, worker command, hello timeout and
+ * CUDA_VISIBLE_DEVICES: its workers are already running, so the next problem of a suite
+ * starts none (a CUDA context and the worker's probes per GPU). A worker keeps nothing of an
+ * evaluator's between requests that another finds (every request carries its modules, inputs
+ * and reference; cached reference outputs are keyed by a seed each evaluator draws itself,
+ * unless its config fixes one).
+ * The pool returned is the caller's until released. */
+int eval_pool_local_kept(const char *spec, const evalclient_opts *o, eval_pool **out,
+                         kevo_error *err);
+/* Frees p, or parks it for the next eval_pool_local_kept when it came from one (one pool is
+ * parked at a time: the one parked before is freed). NULL is fine. A parked pool lives until
+ * the process ends; its workers die with it (PR_SET_PDEATHSIG). */
+void eval_pool_release(eval_pool *p);
+
 /* The GPUs a worker started with the driver's environment sees: *out a JSON array of
  * {"index", "name", "cc", "pci_bus", "mem_bytes"} (caller frees), from the worker's `devices`
  * op (docs/worker.md). KEVO_E_NOGPU without any. */

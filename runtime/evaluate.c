@@ -112,7 +112,7 @@ void evaluator_free(evaluator *ev) {
     cJSON_Delete(ev->slots[i].torch_base);
   }
   free(ev->slots);
-  eval_pool_free(ev->pool);
+  eval_pool_release(ev->pool); /* a kept pool waits for the next evaluator */
   pthread_mutex_destroy(&ev->mu);
   cuda_module_free(ev->ref_mod);
   triton_pool_free(ev->tp);

@@ -105,7 +105,8 @@ static int ev_new(lua_State *L) {
                          .arch = cfg.arch ? cfg.arch : cuda_default_arch()};
     rc = eval_pool_redis(&ro, 0, &pool, &err);
   } else {
-    rc = eval_pool_local(gpus, &wo, &pool, &err);
+    /* the workers an earlier evaluator of this process left (a suite's previous problem) */
+    rc = eval_pool_local_kept(gpus, &wo, &pool, &err);
   }
   if (!rc) rc = evaluator_new_pool(r, pool, &cfg, &e->ev, &err);
   if (rc) kevo_recipe_free(r); /* the evaluator owns it only once made */

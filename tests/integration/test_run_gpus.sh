@@ -76,5 +76,13 @@ has "gpu 0 is Fake GPU (sm_90), gpu 1 is Other (sm_90)"
 [ -e mix.db ] && "$KEVO" runs --db mix.db 2>/dev/null | grep -q running \
   && { echo "FAIL: a refused run is left running"; fail=1; }
 
+# a suite's problems share the workers: one per GPU for the whole suite, not per problem
+t "a suite of three on two workers" 0 env KEVO_FAKE_LOG="$tmp/suite.log" "$KEVO" suite \
+  "$recipe" "$recipe" "$recipe" --max-evals 4 --gpus all --db suite.db
+has "suite 1 (done): 3 problems"
+w=$(awk '$1 == "evaluate" {print $3}' "$tmp/suite.log" | sort -u | wc -l)
+[ "$w" = 2 ] && echo "ok   the suite's three problems were judged by the same two workers" \
+  || { echo "FAIL: the suite's evaluations came from $w workers"; fail=1; }
+
 [ $fail = 0 ] && echo "run --gpus: all passed"
 exit $fail
