@@ -442,5 +442,6 @@ const struct kevo_command kevo_cmd_run = {
     "environment (docs/strategies.md, Security). KEVO_EVALUATOR=model:FILE replaces the GPU with "
     "a\n"
     "synthetic cost model (a Lua file; examples/cost_model.lua): for teaching and tests only.\n\n"
-    "exit: 0 a verified kernel was found, 1 none was (or the run failed), 2 bad usage or input\n",
+    "exit: 0 a verified kernel was found, 1 none was or the run failed (what it found is kept),\n"
+    "2 bad usage or input\n",
     run_main, 0};

@@ -979,7 +979,9 @@ function M.summary(ctx, s)
   if s.synthetic then
     print("note: timings come from the model evaluator (KEVO_EVALUATOR), not a GPU: synthetic")
   end
-  return EXIT_OK
+  -- a failed run (its strategy raised, was killed, or verification found no GPU) keeps what it
+  -- found, and still failed: exit 1, as a suite counts it (docs/strategies.md "Exit status")
+  return s.status == "failed" and EXIT_FAILED or EXIT_OK
 end
 
 -- abandon(argv = {db, run}): marks a run failed after its state broke (called by cmd_run.c).

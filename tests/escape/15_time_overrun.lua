@@ -1,5 +1,5 @@
 -- escape: overrun --time by computing without ever calling the context
--- exit: 0
+-- exit: 1
 -- want: after the --time deadline
 -- time: 3
 return {name = "e15", run = function(ctx)

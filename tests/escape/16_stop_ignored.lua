@@ -1,5 +1,5 @@
 -- escape: catch every stop and keep going (the run was stopped by --max-evals)
--- exit: 0
+-- exit: 1
 -- want: went on
 -- args: --max-evals 3
 -- time: none

@@ -1,6 +1,6 @@
 -- escape: (inspected from outside) the process holds no environment, no descriptors but its
 -- pipes, no privileges; it runs here until killed by --time
--- exit: 0
+-- exit: 1
 -- want: killed
 -- time: 4
 -- inspect: yes

@@ -1,5 +1,5 @@
 -- escape: context calls from coroutines, stops thrown across them, and a coroutine bomb
--- exit: 0
+-- exit: 1
 -- want: not enough memory
 -- args: --max-evals 6
 return {name = "e27", run = function(ctx)

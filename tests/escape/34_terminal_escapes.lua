@@ -1,8 +1,10 @@
 -- escape: drive the user's terminal: ESC/CSI sequences, 8-bit C1, carriage returns and
 -- bidi overrides in log lines, stderr, the progress line (a note), knob values and the reason
 -- the run stopped; none may reach the output raw (test_escape.sh checks every case for them)
--- exit: 0
--- (the strategy raises after a verified kernel: the run is marked failed, the kernel is kept, exit 0)
+-- exit: 1
+-- (the strategy raises after a verified kernel: the run is marked failed, the kernel is kept,
+-- and the run exits 1: it failed)
+-- want: best: candidate
 -- want: \033]0;pwned\007
 -- want: \033[2J
 return {name = "e34", run = function(ctx)
