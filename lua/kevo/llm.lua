@@ -342,8 +342,10 @@ end
 
 -- Runs calls to completion: cache, then rounds of (budget check, one concurrent batch whose
 -- attempts are settled as each ends); calls to retry go into the next round with their own
--- delays.
-function Session:run_calls(calls, use_cache)
+-- delays. deadline (kevo.clock's seconds, or nil): no attempt goes on past it (each is given
+-- what is left as its timeouts) and none starts after it: the calls left fail with E_TIMEOUT
+-- (a run's --time is hard against an answer still to come).
+function Session:run_calls(calls, use_cache, deadline)
   local pending = {}
   for _, c in ipairs(calls) do
     self:replay_stored(c)
@@ -352,13 +354,22 @@ function Session:run_calls(calls, use_cache)
   end
   local cfg = self.cfg
   while #pending > 0 do
+    local left = deadline and deadline - sys.clock()
+    if left and left <= 0 then
+      for _, c in ipairs(pending) do
+        c.result = fail("the run's time ran out (--time) before the model answered", "E_TIMEOUT")
+      end
+      break
+    end
     local batch = self:admit(pending)
     if #batch == 0 then break end
+    local function cap(t) return left and math.min(t or left, math.max(left, 0.05)) or t end
     local reqs = {}
     for i, c in ipairs(batch) do
       reqs[i] = {url = c.url, headers = c.headers, auth = c.auth, body = c.body,
-                 connect_timeout = cfg.connect_timeout, timeout = cfg.timeout,
-                 stall_timeout = cfg.stall_timeout, delay = c.delay, max_body = cfg.max_body}
+                 connect_timeout = cap(cfg.connect_timeout), timeout = cap(cfg.timeout),
+                 stall_timeout = cap(cfg.stall_timeout), delay = c.delay and cap(c.delay),
+                 max_body = cfg.max_body}
     end
     -- each attempt is settled (stored in the archive first) the moment its response ends,
     -- while the rest of the batch is still in flight: a kill then loses no reply that came
@@ -386,7 +397,7 @@ function Session:run_calls(calls, use_cache)
 end
 
 local GEN_OPTS = {messages = true, model = true, n = true, temperature = true, max_tokens = true,
-                  stop = true, top_p = true, seed = true, cache = true}
+                  stop = true, top_p = true, seed = true, cache = true, deadline = true}
 
 local function check_request(req, fname)
   if type(req) ~= "table" then error(fname .. ": expected a request table", 3) end
@@ -408,6 +419,9 @@ local function check_request(req, fname)
   end
   if req.max_tokens and (math.type(req.max_tokens) ~= "integer" or req.max_tokens < 1) then
     error(fname .. ": max_tokens must be a positive integer", 3)
+  end
+  if req.deadline ~= nil and type(req.deadline) ~= "number" then
+    error(fname .. ": deadline must be a number (kevo.clock's seconds)", 3)
   end
 end
 
@@ -468,14 +482,15 @@ local function shape(calls, provider)
   return replies
 end
 
--- generate{messages=, model=, n=, temperature=, max_tokens=, stop=, top_p=, seed=, cache=}
+-- generate{messages=, model=, n=, temperature=, max_tokens=, stop=, top_p=, seed=, cache=,
+--          deadline=}
 -- -> replies (a list; replies.usage the total, replies.errors when some samples failed)
 -- | nil, msg, code when no sample succeeded.
 function Session:generate(req)
   local calls = self:plan(req, "llm.generate")
   local use_cache = req.cache
   if use_cache == nil then use_cache = self.cache end
-  self:run_calls(calls, use_cache)
+  self:run_calls(calls, use_cache, req.deadline)
   return shape(calls, self.cfg.provider)
 end
 

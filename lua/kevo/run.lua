@@ -495,9 +495,14 @@ local function make_proposer(llm_cfg, ctx_ref, llm_state)
         task = task, lang = lang,
         best = parent and {source = parent.source, launch = parent.launch, result = entry},
         notes = #notes > 0 and table.concat(notes, "\n\n") or nil}
-      local replies, msg, code = llm.generate{messages = messages, n = n}
+      -- --time holds against an answer still to come: the request gets what is left of it
+      local deadline = ctx_ref.ctx:_start_by()
+      local replies, msg, code = llm.generate{messages = messages, n = n, deadline = deadline}
       if not replies then
         if code == "E_BUDGET" then search.stop("tokens", msg) end
+        if code == "E_TIMEOUT" and deadline and kevo.clock() >= deadline then
+          search.stop("time", "--time budget spent while the model was answering")
+        end
         ctx_ref.ctx:log("llm: %s", msg)
         return {}, 0
       end

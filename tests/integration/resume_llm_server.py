@@ -4,7 +4,8 @@
 Every chat request is logged to LOG (argv[1]) as "recv <sha>" when it arrives and "sent <sha>"
 once its reply is written (sha: sha256 of the body, 16 hex digits). While the file CTL (argv[2])
 holds "hold <sha>", a request with that sha is logged as "held <sha>" and answered only after
-60 s (the test kills kevo meanwhile); "holdone <sha>" holds only the first request with that
+60 s (the test kills kevo meanwhile; "hold *" holds every request); "holdone <sha>" holds
+only the first request with that
 sha (the samples of an n>1 batch have one body: one is held, its siblings are answered);
 "oddmalformed <sha>" answers the 1st, 3rd, 5th... request with that sha with a 200 whose body
 is not JSON. CTL may hold several such lines. Prints "PORT <n>" once listening on 127.0.0.1.
@@ -43,7 +44,8 @@ class Handler(run_llm_server.Handler):
         with LOCK:
             ARRIVALS[sha] = ARRIVALS.get(sha, 0) + 1
             nth = ARRIVALS[sha]
-            hold = ("hold", sha) in ctl or (("holdone", sha) in ctl and sha not in HELD)
+            hold = ("hold", sha) in ctl or ("hold", "*") in ctl or \
+                (("holdone", sha) in ctl and sha not in HELD)
             if ("holdone", sha) in ctl:
                 HELD.add(sha)
         if hold:

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# --time is hard against kevo's own compile work: a batch whose NVRTC compiles take seconds,
-# handed over just before the deadline, is cut at --time (each compile gets what is left of
-# the run's time, and one not begun then is not begun at all), the run ends within 2 s of its
-# budget with what it found kept, and the cut batch is in the journal: a replay, and a resume
-# after the batch's commit, give the strategy the same batch. No GPU: real NVRTC, the stand-in
-# worker (fake_worker.py). The Triton side is tests/lua/test_compile_deadline.lua.
+# --time is hard against kevo's own work under way at the deadline.
+# - Compiles: a batch whose NVRTC compiles take seconds, handed over just before the deadline,
+#   is cut at --time (each compile gets what is left of the run's time, and one not begun then
+#   is not begun at all), the run ends within 2 s of its budget with what it found kept, and
+#   the cut batch is in the journal: a replay, and a resume after the batch's commit, give the
+#   strategy the same batch. Real NVRTC, the stand-in worker (fake_worker.py). The Triton side
+#   is tests/lua/test_compile_deadline.lua.
+# - An LLM answer: a proposal whose reply the (loopback) server holds for 60 s is given up at
+#   --time, the run ends on [time] with the seeds' best, and replays to the same stop.
 set -u
 fail=0
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+srv_pid=
+trap '[ -n "$srv_pid" ] && kill $srv_pid 2>/dev/null; rm -rf "$tmp"' EXIT
 recipe="$KEVO_SRC/tests/integration/run_fixtures/slowcompile.yaml"
 unset KEVO_EVALUATOR KEVO_FAULT KEVO_LLM KEVO_LLM_BASE_URL CUDA_VISIBLE_DEVICES
 export KEVO_WORKER="python3 $KEVO_SRC/tests/integration/fake_worker.py ok"
@@ -70,5 +74,26 @@ t "resumed after the cut batch" 0 "$KEVO" run --resume "$r"
 grep '^BATCH' "$out" | cmp -s - batch_live.txt && echo "ok   the resume read the cut batch back" ||
   say_fail "the resume's batch: $(grep BATCH "$out")"
 t "replay of the resumed run" 0 "$KEVO" replay "$r"; has "no divergence"
-[ $fail = 0 ] && echo "time_compile: all passed"
+# --- an LLM answer still to come at the deadline ---------------------------------------------
+: > llm.log; echo "hold *" > llm.ctl
+python3 "$KEVO_SRC/tests/integration/resume_llm_server.py" llm.log llm.ctl > port.txt &
+srv_pid=$!
+for _ in $(seq 50); do grep -q PORT port.txt 2>/dev/null && break; sleep 0.1; done
+port=$(sed -n 's/^PORT //p' port.txt)
+printf 'llm.base_url = http://127.0.0.1:%s/v1\nllm.log = false\n' "$port" > kevo.conf
+largs=(run "$KEVO_SRC/tests/integration/run_fixtures/toyscale.yaml" --llm vllm:rewriter
+       --strategy greedy --time 3s)
+start=$(date +%s.%N)
+t "--time with an LLM answer held" 0 env KEVO_EVALUATOR="model:$KEVO_SRC/examples/cost_model.lua" \
+  "$KEVO" "${largs[@]}"
+took=$(echo "$(date +%s.%N) - $start" | bc)
+r=$(last_run); has "stopped: --time budget spent while the model was answering"
+grep -q "^held" llm.log || say_fail "the server held no request"
+secs=$(sed -n 's/^run [0-9]* done: .*, \([0-9.]*\) s \[time\]$/\1/p' "$out")
+awk -v s="${secs:-99}" -v w="$took" 'BEGIN { exit !(s <= 5 && w <= 6) }' \
+  && echo "ok   the run ended at $secs s of a 3 s budget, the model's answer given up (the command: ${took} s)" \
+  || say_fail "the run took ${secs:-?} s of run time (the command ${took} s) on a 3 s budget"
+t "replay of the run cut while the model answered" 0 "$KEVO" replay "$r"
+has "no divergence"; has "stopped: time"
+[ $fail = 0 ] && echo "time_hard: all passed"
 exit $fail
