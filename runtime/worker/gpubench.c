@@ -214,6 +214,7 @@ static int cand_rep(wk_eval *e, bench_state *b, CUevent t0, CUevent t1, float *m
   if (!r) r = wk_digest_set(e, set, 1, b->digests);
   if (!r) r = wk_digest_set(e, set, 0, b->digests + 8);
   if (!r) r = DRV->cuMemcpyDtoH(&b->got[2 * b->ncand], b->digests, 16);
+  if (!r) r = DRV->cuMemsetD32Async(b->digests, 0, 4, e->g->stream); /* none stays there */
   if (!r) r = DRV->cuEventElapsedTime(ms, t0, t1);
   if (r) return wk_cuda_fail(e, r, "checking a repetition");
   b->set_of[b->ncand++] = k;
