@@ -13,7 +13,7 @@ local want = {
   reference = {kind = "dram_peak", within = 1, bound = "memory"},
   copy = {kind = "dram_peak", within = 1, bound = "memory"},
   bank = {kind = "bank_conflicts", within = 1, bound = "memory"},
-  registers = {kind = "occupancy", within = 2, bound = "memory"},
+  registers = {kind = "occupancy", within = 1, bound = "memory"},
   uncoalesced = {kind = "uncoalesced", within = 1, bound = "memory"},
   tensor = {kind = "tensor_busy", within = 1, bound = "compute"},
 }

@@ -142,12 +142,8 @@ if f then
   for _, label in ipairs({"reference", "copy", "bank", "registers", "uncoalesced", "tensor"}) do
     local p = evaluator.read_profile(reply, label, label == "tensor" and "compute" or "memory")
     assert(p.ok, label .. ": " .. tostring(p.error))
-    local hit = false -- first; the register-limited kernel's may follow its memory finding
-    for i = 1, label == "registers" and 2 or 1 do
-      hit = hit or (p.diagnosis[i] and p.diagnosis[i].kind == want[label])
-    end
-    assert(hit, label .. ": want " .. want[label] .. " first, got " ..
-      tostring(p.diagnosis[1] and p.diagnosis[1].kind))
+    assert(p.diagnosis[1] and p.diagnosis[1].kind == want[label], label .. ": want " ..
+      want[label] .. " first, got " .. tostring(p.diagnosis[1] and p.diagnosis[1].kind))
     assert(p.feedback:find("Hardware profile", 1, true), p.feedback)
   end
   -- a failed reply reads as a reason, never an error
