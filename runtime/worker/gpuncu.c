@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,49 @@ static const char metrics[] =
 const char *wk_ncu_metrics(void) {
   const char *env = getenv("KEVO_NCU_METRICS"); /* a diagnosis aid: another set, same parsing */
   return env && *env ? env : metrics;
+}
+
+int wk_ncu_kernel_filter(const cJSON *plans, char *out, size_t cap) {
+  size_t len = 0;
+  int names = 0;
+  const cJSON *p, *k;
+  if (cap > 0) out[0] = '\0';
+  if (cap < 16) return -1;
+  len = (size_t)snprintf(out, cap, "regex:^(");
+  cJSON_ArrayForEach(p, plans) {
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(p, "plan"), "kernels")) {
+      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "name"));
+      if (!name || !*name) continue;
+      char esc[1024];
+      size_t n = 0;
+      for (const char *c = name; *c && n + 2 < sizeof esc; c++) {
+        if (!(isalnum((unsigned char)*c) || *c == '_')) esc[n++] = '\\';
+        esc[n++] = *c;
+      }
+      esc[n] = '\0';
+      /* a name already in the filter: "(" or "|" before it and "|" after */
+      char dup[1100];
+      snprintf(dup, sizeof dup, "%s|", esc);
+      const char *at = strstr(out + 8, dup);
+      int seen = 0;
+      for (; at && !seen; at = strstr(at + 1, dup))
+        seen = at[-1] == '(' || at[-1] == '|';
+      if (seen) continue;
+      if (len + n + 4 > cap) {
+        out[0] = '\0';
+        return -1;
+      }
+      len += (size_t)snprintf(out + len, cap - len, "%s|", esc);
+      names++;
+    }
+  }
+  if (!names) {
+    out[0] = '\0';
+    return -1;
+  }
+  snprintf(out + len - 1, cap - len + 1, ")$"); /* the last '|' becomes ")$" */
+  return 0;
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */

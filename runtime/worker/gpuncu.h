@@ -12,6 +12,13 @@ typedef struct cJSON cJSON;
  * set, replaces it: to try another set by hand). */
 const char *wk_ncu_metrics(void);
 
+/* The --kernel-name filter that profiles only the plans' own kernels: "regex:^(a|b)$" over
+ * the distinct kernel names of the request's profile.plans[].plan.kernels[] (cubin entry names,
+ * to be matched with --kernel-name-base mangled), regex characters escaped. So the replay child's
+ * own kernels (drawing the inputs: kv_*) take no profiling passes. Returns 0 with out filled,
+ * -1 (out empty) when there is no name or the filter would not fit in cap: then profile all. */
+int wk_ncu_kernel_filter(const cJSON *plans, char *out, size_t cap);
+
 /* Parses ncu's `--csv --print-units base` output (other lines, ==PROF== and the like, are
  * skipped). *kernels: one object per profiled kernel in the order ncu numbered them,
  * {"id": n, "name": "copy(const float4 *, ...)", "metrics": {"dram__bytes_read.sum": 123, ...}};

@@ -238,16 +238,19 @@ static int wait_group(pid_t pid, double t0, double deadline_ms) {
   }
 }
 
-/* argv of one ncu run over the replay child (into argv[NCU_ARGV]): ncu's flags, the log in
- * DIR/ncu.csv, then `SELF worker --profile-replay DIR --device N [--profile-standby PID]`.
- * Clocks are left alone. The strings live in the caller's buffers. */
-enum { NCU_ARGV = 32 };
+/* argv of one ncu run over the replay child (docs/profile.md "Cost"): ncu's flags (clocks left
+ * alone, the log in DIR/ncu.csv, no child process of the child followed, no rules run; with
+ * plans, only their kernels profiled: wk_ncu_kernel_filter, so the child's kv_* set-up kernels
+ * take no passes), then `SELF worker --profile-replay DIR --device N [--profile-standby PID]`.
+ * The strings live in the caller's buffers and c. */
+enum { NCU_ARGV = 40 };
 typedef struct ncu_cmd {
   char *argv[NCU_ARGV];
-  char csv[4200], dev[16], pid[24];
+  char csv[4200], dev[16], pid[24], filter[16384];
 } ncu_cmd;
 
-static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, pid_t standby) {
+static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, pid_t standby,
+                     const cJSON *plans) {
   snprintf(c->csv, sizeof c->csv, "%s/ncu.csv", dir);
   snprintf(c->dev, sizeof c->dev, "%d", ordinal);
   snprintf(c->pid, sizeof c->pid, "%ld", (long)standby);
@@ -261,21 +264,28 @@ static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, 
                    "none",
                    "--metrics",
                    (char *)wk_ncu_metrics(),
-                   self,
-                   "worker",
-                   "--profile-replay",
-                   dir,
-                   "--device",
-                   c->dev,
+                   "--target-processes",
+                   "application-only",
+                   "--apply-rules",
+                   "no",
                    NULL};
   int n = 0;
   for (; fixed[n]; n++)
     c->argv[n] = fixed[n];
+  if (plans && !wk_ncu_kernel_filter(plans, c->filter, sizeof c->filter)) {
+    c->argv[n++] = "--kernel-name-base";
+    c->argv[n++] = "mangled";
+    c->argv[n++] = "--kernel-name";
+    c->argv[n++] = c->filter;
+  }
+  char *child[] = {self, "worker", "--profile-replay", dir, "--device", c->dev, NULL};
+  for (int i = 0; child[i]; i++)
+    c->argv[n++] = child[i];
   if (standby > 0) {
     c->argv[n++] = "--profile-standby";
     c->argv[n++] = c->pid;
   }
-  c->argv[n] = NULL;
+  c->argv[n] = NULL; /* at most 14 + 4 + 6 + 2 + 1 */
 }
 
 /* ---- the standby: an ncu already started (docs/profile.md "Cost") -------------------------- */
@@ -328,7 +338,7 @@ static int standby_start(int ordinal, char *why, size_t whylen) {
     return -1;
   }
   ncu_cmd cmd;
-  ncu_argv(&cmd, ncu, self, standby.dir, ordinal, getpid());
+  ncu_argv(&cmd, ncu, self, standby.dir, ordinal, getpid(), NULL);
   standby.pid = spawn_group(cmd.argv, outp, 1);
   if (standby.pid < 0) {
     standby.pid = 0;
@@ -390,7 +400,8 @@ static cJSON *plans_reply(const cJSON *req, const cJSON *man, cJSON *kernels) {
       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(req, "profile"), "plans");
   const cJSON *m = cJSON_GetObjectItemCaseSensitive(man, "plans")->child;
   cJSON *k = kernels ? kernels->child : NULL;
-  /* the child's own kernels (drawing inputs, poisoning scratch) come first: kv_* */
+  /* the child's own kernels (drawing inputs, poisoning scratch) come first: kv_* (when ncu's
+   * kernel filter was not used) */
   for (; k; k = k->next) {
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(k, "name"));
     if (!name || strncmp(name, "kv_", 3)) break;
@@ -522,7 +533,7 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   close(fd);
   fd = -1;
   ncu_cmd cmd;
-  ncu_argv(&cmd, ncu, self, dir, ordinal, 0);
+  ncu_argv(&cmd, ncu, self, dir, ordinal, 0, pl);
   if (pid && standby_go(dir, pid, t0, deadline)) { /* the standby died: run one of our own */
     kill(-pid, SIGKILL);
     waitpid(pid, NULL, 0);

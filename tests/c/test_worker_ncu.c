@@ -71,5 +71,19 @@ int main(void) {
   CHECK(!strcmp(reason, "no_kernels"));
   CHECK(wk_ncu_failure("\"ID\",\"x\"\n", reason, why, sizeof why) == 0);
   CHECK(strstr(wk_ncu_metrics(), "launch__occupancy_limit_registers") != NULL);
+
+  /* the kernel filter: the plans' distinct names, escaped; none or too long: no filter */
+  cJSON *plans = cJSON_Parse(
+      "[{\"plan\": {\"kernels\": [{\"name\": \"copy_vec4\"}, {\"name\": \"_Z3sumPf$a\"}]}},"
+      " {\"plan\": {\"kernels\": [{\"name\": \"copy_vec4\"}, {\"name\": \"copy_vec\"}]}},"
+      " {\"plan\": {}}]");
+  char filt[256];
+  CHECK(wk_ncu_kernel_filter(plans, filt, sizeof filt) == 0);
+  CHECK(!strcmp(filt, "regex:^(copy_vec4|_Z3sumPf\\$a|copy_vec)$"));
+  CHECK(wk_ncu_kernel_filter(plans, filt, 30) == -1 && !filt[0]);
+  cJSON *none = cJSON_Parse("[{\"plan\": {\"kernels\": []}}]");
+  CHECK(wk_ncu_kernel_filter(none, filt, sizeof filt) == -1 && !filt[0]);
+  cJSON_Delete(none);
+  cJSON_Delete(plans);
   CHECK_DONE();
 }

@@ -4,8 +4,9 @@
 # writes FAKE_NCU_CSV (a recorded ncu CSV, tests/fixtures/ncu/) to --log-file and, when
 # FAKE_NCU_MANIFEST is set, puts that manifest in place of the child's. FAKE_NCU_ERROR: print
 # that line (as ncu prints its errors) and write no CSV. FAKE_NCU_SLEEP: seconds to wait first
-# (ncu's own start-up).
+# (ncu's own start-up). FAKE_NCU_ARGS: a file to write the arguments to, one a line.
 [ -n "${FAKE_NCU_SLEEP:-}" ] && sleep "$FAKE_NCU_SLEEP"
+[ -n "${FAKE_NCU_ARGS:-}" ] && printf '%s\n' "$@" >"$FAKE_NCU_ARGS"
 log=""
 while [ $# -gt 0 ]; do
   case $1 in

@@ -128,6 +128,15 @@ left = glob.glob(os.path.join(tmpdir, "kevo-profile-*"))
 check(not left, "a killed worker's standby is cleaned up: %r" % left)
 if not left:
     os.rmdir(tmpdir)
+# ncu profiles only the plans' kernels (by name), follows no child process, runs no rules
+with tempfile.NamedTemporaryFile("r", suffix=".args") as f:
+    profile({"KEVO_NCU": fake, "FAKE_NCU_ARGS": f.name})
+    args = f.read().split("\n")
+check("--kernel-name" in args and args[args.index("--kernel-name") + 1] ==
+      "regex:^(copy|bank|c)$" and args[args.index("--kernel-name-base") + 1] == "mangled",
+      "the kernel filter: " + " ".join(args[args.index("--kernel-name-base"):][:4]))
+check(args[args.index("--target-processes") + 1] == "application-only" and
+      args[args.index("--clock-control") + 1] == "none", "one process, clocks left alone")
 r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "something odd"})
 check(not r["ok"] and "detail" in r and "something odd" in r["detail"],
       "a failure carries what ncu said last")
