@@ -277,6 +277,9 @@ static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, 
     c->argv[n++] = "mangled";
     c->argv[n++] = "--kernel-name";
     c->argv[n++] = c->filter;
+  } else if (!plans) { /* a standby, started before its plans are known: all but the child's */
+    c->argv[n++] = "--kernel-name";
+    c->argv[n++] = "regex:^(?!kv_)";
   }
   char *child[] = {self, "worker", "--profile-replay", dir, "--device", c->dev, NULL};
   for (int i = 0; child[i]; i++)
