@@ -136,10 +136,10 @@ print("kevo eval --profile: %s s wall, verdict %s, profile ok=%s, %s ms in the p
          (p.get("diagnosis") or [{}])[0].get("text", p.get("error"))))
 PY
 fi
+left 74 && TO=10 run single-appreplay 2 ncu "${base[@]}" --metrics "$metrics" --replay-mode application "${fast[@]}"
 run single-nocache 2 ncu "${base[@]}" --metrics "$metrics" "${fast[@]}" --cache-control none
 run single-norules 2 ncu "${base[@]}" --metrics "$metrics" --apply-rules no --section-folder "$t/empty"
 run single-apponly 2 ncu "${base[@]}" --metrics "$metrics" --target-processes application-only
-left 72 && TO=12 run single-appreplay 2 ncu "${base[@]}" --metrics "$metrics" --replay-mode application "${fast[@]}"
 echo "== timeline of single-base (s since ncu started)"
 grep "==" "$res/single-base.out" | head -20
 echo "== timeline of single-fast"
