@@ -1,18 +1,18 @@
 // Class 5: forging the per-repetition output check. The old check was a keyless sum over the
 // output buffer's 8-byte words, guard band included, of mix64(word ^ mix64(index)): public, so
 // a kernel can compute it. In its honest launches this one computes that sum for its own
-// output (T) and for an all-poison buffer (P). For launches 62 to 75 (past verification: the timing loop) it
-// writes nothing but word 0, chosen by inverting mix64 so that the sum over the still-poisoned
-// buffer is T again, and spins to an honest time. The check after the loop finds it honest
-// again. Against a keyed digest whose key it never sees, the forged word is just wrong:
-// `wrong` at stage bench.
+// output (T) and for an all-poison buffer (P). For launches 56 to 69 (past verification's 54 on
+// these modules: the timing loop) it writes nothing but word 0, chosen by inverting mix64 so
+// that the sum over the still-poisoned buffer is T again, and spins to an honest time. The
+// check after the loop finds it honest again. Against a keyed digest whose key it never sees,
+// the forged word is just wrong: `wrong` at stage bench.
 /* kevo:launch
 return {kernels = {{name = "vector_add", grid = {cdiv(N, 512)}, block = {256},
                     args = {"a", "b", "c", i32(N)}}}}
 */
 typedef unsigned long long u64;
-#define FORGE_FROM 62u
-#define FORGE_UNTIL 76u
+#define FORGE_FROM 56u
+#define FORGE_UNTIL 70u
 #define BENCH_N 268435456
 #define POISON_A 0x7FC0A5A57FC0A5A5ull // the old worker's f32 pattern A
 
