@@ -63,6 +63,23 @@ if [ -f "$res/profile_batch.json" ]; then
 fi
 metrics=$(sed -n '/^--metrics$/{n;p;q}' "$t/cap/1/args" 2>/dev/null)
 [ -n "$metrics" ] || { echo "no captured request"; tar czf "$OUT/profile_cost.tgz" -C "$t" res cap; exit 1; }
+# the standby with the warp-stall metrics left out (KEVO_NCU_METRICS): what they cost there
+KEVO_NCU_METRICS=$(echo "$metrics" | tr ',' '\n' | grep -v issue_stalled | paste -sd,) \
+  timeout 30 python3 - "$KEVO" "$t/known.cubin" <<'PY'
+import os, sys, time
+sys.path.insert(0, "tests/gpu")
+from worker_client import Worker
+import profile_worker as pw
+kevo, cubin = sys.argv[1], open(sys.argv[2], "rb").read()
+w = Worker(kevo)
+w.call({"op": "profile_standby"}, [], timeout=20)
+time.sleep(4.5)
+t0 = time.time()
+r = w.call(pw.request(pw.plans_known()[1:2]), [cubin, cubin], timeout=60)
+print("standby, no stall metrics: one candidate %.2f s (ok=%s, %d metrics)" % (
+    time.time() - t0, r.get("ok"), len(r["plans"][0]["kernels"][0]["metrics"]) if r.get("ok") else 0))
+w.close()
+PY
 
 # run NAME REQ [ncu flags...]: ncu over a copy of captured request REQ with the worker's own
 # flags plus the given ones; prints the wall time, kernels profiled and passes
