@@ -54,6 +54,14 @@ static cJSON *result_json(wk_eval *e, double ms) {
   if (e->verdict && strcmp(e->verdict, "ok"))
     cJSON_AddItemToArray(flags, cJSON_CreateString(e->verdict));
   cJSON_AddNumberToObject(v, "ms", round(e->verify_ms * 10) / 10);
+  /* where verify's time went: each shape in the order verified (the benchmark shape last), and
+   * loading the candidate's twin modules (gpuverify.c) */
+  if (e->shapes_done > 0) {
+    cJSON *sm = cJSON_AddArrayToObject(v, "shape_ms");
+    for (int i = 0; i < e->shapes_done && i < WK_MAX_SHAPES; i++)
+      cJSON_AddItemToArray(sm, cJSON_CreateNumber(round(e->shape_ms[i] * 100) / 100));
+    cJSON_AddNumberToObject(v, "twin_ms", round(e->twin_ms * 100) / 100);
+  }
   if (e->worst.have) {
     wk_worst *w = &e->worst;
     cJSON *o = cJSON_AddObjectToObject(v, "worst");
@@ -121,9 +129,11 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
     int bench = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bj, "enabled"));
     for (int k = 1; k <= nshapes && !e->verdict; k++) {
       int index = k % nshapes;
+      double ts = wk_now_ms();
       /* the benchmark shape keeps three verified input sets for the timing loop */
       int rc = wk_shape_setup(e, s, index, index == 0 && bench ? WK_SETS : 3);
       if (!rc) rc = wk_verify_shape(e, s);
+      if (k <= WK_MAX_SHAPES) e->shape_ms[k - 1] = wk_now_ms() - ts;
       if (!rc) e->shapes_done++;
       if (!rc && s->held_out) e->held_out_done++;
       if (e->crashed) break;

@@ -189,6 +189,8 @@ typedef struct wk_eval {
   CUmodule twins[WK_MAX_MODULES]; /* candidate modules loaded a second time, when first used */
   const kevo_blob *blobs;         /* the request's, for loading twins */
   int twin_offset;                /* the twins have run once more than the first modules */
+  double twin_ms;                 /* wall time spent loading the twins */
+  double shape_ms[WK_MAX_SHAPES]; /* wall time of each shape's set-up and verification */
   char ref_hash[KEVO_HASH_HEX];
   int trials;
   uint64_t seed;

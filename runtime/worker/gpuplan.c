@@ -176,10 +176,12 @@ void wk_unload(wk_eval *e) {
 /* Candidate module mi's twin, loaded from the same cubin the first time a plan needs it. */
 static CUresult twin_of(wk_eval *e, int mi, CUmodule *out) {
   if (!e->twins[mi]) {
+    double t0 = wk_now_ms();
     const cJSON *m = cJSON_GetArrayItem(field(e->req, "modules"), mi);
     const cJSON *b = field(m, "blob");
     if (!e->blobs || !cJSON_IsNumber(b)) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = DRV->cuModuleLoadData(&e->twins[mi], e->blobs[b->valueint].data);
+    e->twin_ms += wk_now_ms() - t0;
     if (r) {
       e->twins[mi] = NULL;
       return r;
