@@ -83,7 +83,10 @@ int kevo_frame_read_text(int fd, char **text, size_t *len, size_t max_len, int t
  * process, from the machine's runnable threads: stratproc.c); on a machine with no CPU to spare
  * (load 20 on 2 CPUs) spinning made calls 2-3 times slower, and a sched_yield between polls up
  * to 10 times. A spin that finds nothing within its time makes the next waits sleep at once
- * (2, 4, ... 64 of them), so a slow peer costs one spin in many. */
+ * (2, 4, ... 64 of them), so a slow peer costs one spin in many. Measured on the 2-CPU build
+ * machine (bench/ctx_roundtrip.sh): at load 2.7 kevo spun in 85% of its waits, 99.9% of its
+ * spins got the message, and budget_left took 29.6 us against 86.4 us with no spin; at load
+ * 9-12 it spun in none of 19544 waits (and calls cost what they cost with no spin). */
 enum { KEVO_LINK_SPIN_US = 100, KEVO_LINK_SPIN_BACKOFF_MAX = 64 };
 typedef struct kevo_link_spin {
   int misses, skip;
