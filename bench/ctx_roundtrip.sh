@@ -33,7 +33,7 @@ join "$tmp/remote1.txt" "$tmp/remote0.txt" 2>/dev/null | join - "$tmp/local.txt"
 printf '%-20s %12s %12s %12s %12s\n' "call" "boundary" "no spin" "in-process" "added"
 while read -r what remote nospin local; do
   printf '%-20s %12s %12s %12s %12.2f\n' "$what" "$remote" "$nospin" "$local" \
-    "$(echo "$remote - $local" | bc -l)"
+    "$(awk -v a="$remote" -v b="$local" 'BEGIN { print a - b }')"
 done < "$tmp/both.txt"
 rt=$(awk '$1 == "budget_left" {print $2}' "$tmp/remote1.txt")
 
@@ -41,8 +41,8 @@ echo "== a recipe run: autotune on softmax, $delay s per evaluation =="
 start=$(date +%s.%N)
 KEVO_MODEL_DELAY=$delay KEVO_BOUNDARY_STATS=1 "$kevo" run recipes/softmax.yaml --strategy autotune \
   --max-evals 60 --db "$tmp/kevo.db" --out "$tmp/out" > "$tmp/run.txt" 2>&1 || true
-wall=$(echo "$(date +%s.%N) - $start" | bc -l)
+wall=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }')
 calls=$(sed -n 's/^boundary: \([0-9]*\) ctx calls.*/\1/p' "$tmp/run.txt" | tail -1)
 grep '^run ' "$tmp/run.txt" || true
-share=$(echo "$calls * $rt / 1000000 / $wall * 100" | bc -l)
+share=$(awk -v c="$calls" -v r="$rt" -v w="$wall" 'BEGIN { print c * r / 1000000 / w * 100 }')
 printf 'ctx calls: %s, wall %.2f s, crossing at %s us each: %.3f%% of the run\n' "$calls" "$wall" "$rt" "$share"

@@ -399,9 +399,16 @@ function Ctx:_evaluate_live(todo, request)
   for j = 1, #todo do
     local r = raw[j]
     if not_evaluated(r) then
+      -- when it ran out, as the evaluator says: before it was started, or while it was being
+      -- compiled or judged (cut there)
+      local msg = type(r.message) == "string" and r.message or ""
+      local when = "before it was started"
+      for _, w in ipairs{"while it was being compiled", "while it was being judged"} do
+        if msg:find(w, 1, true) then when = w end
+      end
       r = {ok = false, verdict = NOT_EVALUATED, stage = "compile", synthetic = r.synthetic,
-           message = string.format("not evaluated: the run's time ran out (--time %g s) " ..
-                                   "before it was started", private[self].opts.time_s or 0)}
+           message = string.format("not evaluated: the run's time ran out (--time %g s) %s",
+                                   private[self].opts.time_s or 0, when)}
     elseif level then
       r = LEVELS[level].mark(r)
     end

@@ -45,6 +45,7 @@ return {name = "slowbatch", run = function(ctx)
   for i, r in ipairs(got) do v[i] = r.verdict end
   ctx:log("BATCH %s; stop %s; best %s", table.concat(v, " "), stop and stop.reason or "none",
           ctx.best and ctx.best.verdict or "none")
+  ctx:log("WHY %s", got[1].message)
   ctx:evaluate(batch)
   ctx:log("NOT REACHED")
 end}
@@ -59,6 +60,7 @@ grep '^BATCH' "$out" > batch_live.txt
 grep -q "^BATCH not_evaluated not_evaluated not_evaluated not_evaluated; stop time; best ok$" batch_live.txt \
   && echo "ok   the slow batch: every candidate not_evaluated, the seed kept as the best" \
   || say_fail "the slow batch: $(cat batch_live.txt)"
+has "WHY not evaluated: the run's time ran out (--time 3 s) while it was being compiled"
 secs=$(sed -n 's/^run [0-9]* done: .*, \([0-9.]*\) s \[time\]$/\1/p' "$out")
 awk -v s="${secs:-99}" -v w="$took" 'BEGIN { exit !(s <= 5 && w <= 6) }' \
   && echo "ok   the run ended at $secs s of a 3 s budget (the command: ${took} s)" \
