@@ -104,11 +104,13 @@ def llm_reply(name, readme):
 
 # ---- the estimate: each problem built on torch's meta device -------------------------------
 
-def estimate_one(path):
-    """{"file", "ins", "outs"} in bytes (outs None when the forward fails on meta)."""
+def estimate_one(job):
+    """{"problem", "ins", "outs"} in bytes (outs None when the forward fails on meta) of
+    job = (problem, path)."""
     import importlib.util
     import torch
-    res = {"file": path, "ins": None, "outs": None}
+    problem, path = job
+    res = {"problem": problem, "ins": None, "outs": None}
     try:
         spec = importlib.util.spec_from_file_location("kb_est", path)
         mod = importlib.util.module_from_spec(spec)
@@ -130,47 +132,69 @@ def estimate_one(path):
     return res
 
 
-def estimate_all(files, limit_s):
-    """Estimates in forked CPU processes (torch imported once); missing after limit_s: none."""
-    try:
-        import torch  # noqa: F401
-        import multiprocessing
-    except ImportError:
-        return {}
-    got = {}
-    ctx = multiprocessing.get_context("fork")
-    pool = ctx.Pool(max(1, min(8, (os.cpu_count() or 2) // 2)))
-    t0 = time.time()
-    try:
-        it = pool.imap_unordered(estimate_one, files)
-        while len(got) < len(files):
-            left = limit_s - (time.time() - t0)
-            if left <= 0:
-                break
-            try:
-                r = it.next(timeout=left)
-            except multiprocessing.TimeoutError:
-                break
-            got[r["file"]] = r
-    finally:
-        pool.terminate()
-    return got
+class Estimates:
+    """Estimates made in forked CPU processes (torch imported once), while the sweep runs:
+    `get(problem)` is its estimate (None: none could be made), `ready(problem)` whether it is
+    known yet; after limit_s every problem left is ready without one. (Made before the sweep
+    began, they took 26 s of a round's GPU time on a 16-CPU host.)"""
+
+    def __init__(self, kb_dir, problems, limit_s):
+        self.got, self.done, self.lock = {}, False, threading.Lock()
+        self.kb_dir = kb_dir
+        try:
+            import torch  # noqa: F401
+            import multiprocessing
+        except ImportError:
+            self.done = True
+            return
+        self.mp = multiprocessing
+        self.pool = multiprocessing.get_context("fork").Pool(
+            max(1, min(8, (os.cpu_count() or 2) // 2)))
+        self.it = self.pool.imap_unordered(estimate_one, problems)
+        self.deadline = time.time() + limit_s
+        self.n = len(problems)
+        threading.Thread(target=self.collect, daemon=True).start()
+
+    def collect(self):
+        try:
+            while len(self.got) < self.n:
+                left = self.deadline - time.time()
+                if left <= 0:
+                    break
+                try:
+                    r = self.it.next(timeout=left)
+                except self.mp.TimeoutError:
+                    break
+                with self.lock:
+                    self.got[r["problem"]] = r
+        finally:
+            self.done = True
+            self.pool.terminate()
+
+    def ready(self, p):
+        return self.done or p in self.got
+
+    def get(self, p):
+        with self.lock:
+            return self.got.get(p)
 
 
 def reservation(est, capacity, bench=False):
     """GPU bytes a problem may take at its peak (import or evaluation), from its estimate;
     24 GiB when there is none (one that runs out of memory beside others runs again alone).
-    The evaluation: the worker's sets of every tensor (three to verify, five with timing:
-    docs/worker.md), the bridge's outputs of five trials and one more being computed (with
-    timing, eager's and torch.compile's outputs too), its weights."""
+    Calibrated on the H200 (nvidia-smi each second, ReLU at 6 + 6 GiB): the import took
+    38 GiB (torch's own peak 21.6 GiB, its cache and contexts the rest), the stub's
+    evaluation 53 GiB (the worker's three sets of every tensor to verify, docs/worker.md,
+    and the bridge's outputs), kevo run with timing 87 GiB (five sets, eager's and
+    torch.compile's outputs)."""
     if not est or est.get("ins") is None:
         return min(capacity, 24 * GIB)
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
-    imp = max(2.2 * fp, fp + 4 * GIB)
-    ev = (5 if bench else 3) * fp + (8 if bench else 6) * outs + ins
-    return min(capacity, max(imp, ev) + 2 * GIB)  # + CUDA contexts
+    imp = max(3 * fp, fp + 4 * GIB) + 2 * GIB
+    ev = (5 * fp + 4 * outs if bench else 3.2 * fp + 2 * outs) + 4 * GIB
+    return min(capacity, max(imp, ev))
 
 
 # ---- the sweep -----------------------------------------------------------------------------
@@ -179,9 +203,9 @@ class Sweep:
     def __init__(self, a, problems, ests):
         self.a = a
         self.lock = threading.Condition()
-        self.pending = sorted(problems, key=lambda p: -reservation(ests.get(p), a.capacity,
-                                                                   p in a.loopback))
+        self.pending = list(problems)
         self.ests = ests
+        self.backfill = {g: 0 for g in a.gpus}  # bytes of the problems started beside a head
         self.free = {g: a.capacity for g in a.gpus}
         self.busy = {g: 0 for g in a.gpus}
         self.procs = set()
@@ -190,7 +214,6 @@ class Sweep:
         self.tsv = open(os.path.join(a.out, "kb_sweep.tsv"), "a")
         self.rows = []
         self.alone = set()  # problems to run again alone on a GPU (an OOM beside others)
-        self.draining = None  # the GPU that starts nothing until the queue's head fits
 
     def row(self, r):
         cols = ["problem", "gpu", "import_s", "peak_gib", "footprint_gib", "est_gib", "eval_s",
@@ -209,39 +232,44 @@ class Sweep:
             reservation(self.ests.get(p), self.a.capacity, p in self.a.loopback)
 
     def take(self, gpu):
-        """The next problem for gpu; None when done. The head of the queue (the largest) when
-        it fits; when it does not, one GPU drains for it (starts nothing until it fits) and
-        the others fill their free memory with the largest problems that fit: with every GPU
-        filling, a large problem would wait until the small ones ran out."""
+        """The next problem for gpu, (problem, bytes, backfill); (None, 0, False) when done.
+        The head (the largest problem whose estimate is known) when it fits; else the largest
+        that fits beside it in what the head leaves (the capacity less the head's need less
+        what other such problems hold): when the running ones end, the head fits at once, and
+        the GPU never idles behind it."""
         with self.lock:
             while True:
                 if self.stopping or not self.pending:
-                    return None, 0
+                    return None, 0, False
                 if time.time() - self.start > self.a.budget:
-                    return None, 0
+                    return None, 0, False
                 if self.busy[gpu] < self.a.slots:
-                    pick = None
-                    if self.need(self.pending[0]) <= self.free[gpu]:
-                        pick = 0
-                        if self.draining == gpu:
-                            self.draining = None
-                    elif self.draining is None:
-                        self.draining = gpu
-                    elif self.draining != gpu:
-                        pick = next((i for i, p in enumerate(self.pending)
-                                     if self.need(p) <= self.free[gpu]), None)
+                    ready = sorted((p for p in self.pending if self.ests.ready(p)),
+                                   key=self.need, reverse=True)
+                    pick, fill = None, False
+                    if ready and self.need(ready[0]) <= self.free[gpu]:
+                        pick = ready[0]
+                    elif ready:
+                        room = min(self.free[gpu], self.a.capacity - self.need(ready[0]) -
+                                   self.backfill[gpu])
+                        pick = next((p for p in ready[1:] if self.need(p) <= room), None)
+                        fill = True
                     if pick is not None:
-                        p = self.pending.pop(pick)
-                        need = self.need(p)
+                        self.pending.remove(pick)
+                        need = self.need(pick)
                         self.free[gpu] -= need
                         self.busy[gpu] += 1
-                        return p, need
-                self.lock.wait(0.5)
+                        if fill:
+                            self.backfill[gpu] += need
+                        return pick, need, fill
+                self.lock.wait(0.2)
 
-    def done(self, gpu, need):
+    def done(self, gpu, need, fill):
         with self.lock:
             self.free[gpu] += need
             self.busy[gpu] -= 1
+            if fill:
+                self.backfill[gpu] -= need
             self.lock.notify_all()
 
     def run(self, argv, env, limit, log):
@@ -381,7 +409,7 @@ class Sweep:
 
     def lane(self, gpu):
         while True:
-            prob, need = self.take(gpu)
+            prob, need, fill = self.take(gpu)
             if prob is None:
                 return
             try:
@@ -403,7 +431,7 @@ class Sweep:
                     r = None
             if r is not None:
                 self.row(r)
-            self.done(gpu, need)
+            self.done(gpu, need, fill)
 
     def sample_memory(self):
         """Every GPU's memory in use, each second, to OUT/kb_gpumem.tsv (t, gpu, MiB): what
@@ -532,7 +560,7 @@ def main():
     a.loopback = set(p for p in a.loopback.split(",") if p)
     a.capacity = 0.9 * total
     if a.slots <= 0:
-        a.slots = max(1, min(6, (os.cpu_count() or 2) // (2 * len(gpus))))
+        a.slots = max(1, min(10, (os.cpu_count() or 2) * 2 // 3 // len(gpus)))
     os.makedirs(a.out, exist_ok=True)
     a.out = os.path.abspath(a.out)
     a.work = os.path.abspath(a.work or os.path.join(a.out, "work"))
@@ -567,10 +595,8 @@ def main():
                                   stdout=zlog, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL,
                                   env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
-    ests = estimate_all([os.path.join(a.kb_dir, p) for p in problems], a.estimate_s)
-    ests = {p: ests.get(os.path.join(a.kb_dir, p)) for p in problems}
-    with open(os.path.join(a.out, "kb_estimates.json"), "w") as f:
-        json.dump(ests, f, indent=0)
+    ests = Estimates(a.kb_dir, [(p, os.path.join(a.kb_dir, p)) for p in problems],
+                     a.estimate_s)
     if zygote is not None:
         for _ in range(300):
             if os.path.exists(sock) or zygote.poll() is not None:
@@ -580,10 +606,8 @@ def main():
             print("kb_sweep: the zygote did not start (zygote.log); going on without it",
                   file=sys.stderr)
             a.python_standin = py
-    print("kb_sweep: %d problems, GPUs %s, %d at once per GPU, %.0f GiB each, estimates for %d "
-          "(%.0f s)" % (len(problems), gpus, a.slots, a.capacity / GIB,
-                        sum(1 for e in ests.values() if e and e.get("ins") is not None),
-                        time.time() - started), flush=True)
+    print("kb_sweep: %d problems, GPUs %s, %d at once per GPU, %.0f GiB each (%.0f s)"
+          % (len(problems), gpus, a.slots, a.capacity / GIB, time.time() - started), flush=True)
     sw = Sweep(a, problems, ests)
     sw.start = started
 
@@ -600,6 +624,8 @@ def main():
         while t.is_alive():
             t.join(0.5)
     sw.stopping = True
+    with open(os.path.join(a.out, "kb_estimates.json"), "w") as f:
+        json.dump({p: ests.get(p) for p in problems}, f, indent=0)
     if zygote is not None:
         zygote.terminate()
         try:
