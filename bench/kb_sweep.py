@@ -12,8 +12,8 @@ What makes it fast (bench/kernelbench.sh takes 4-5 s a problem, most of it pytho
 starting): one zygote python (bench/kb_zygote.py) imports torch once and forks the bridge of
 every `kevo import` and `kevo eval` (KEVO_PYTHON is its stand-in); problems run several at
 once per GPU, packed by an estimate of the GPU memory each needs (its footprint on torch's
-meta device: no GPU, no data), the largest first; a problem that fails beside others (out of
-memory, or any other failure) runs again alone on a GPU. Each import and each evaluation has
+meta device: no GPU, no data), the largest first; a problem that fails beside others for
+lack of memory runs again alone on a GPU. Each import and each evaluation has
 a time limit (a row `timeout`, and the sweep goes on); no problem starts after --budget
 seconds.
 
@@ -421,8 +421,9 @@ class Sweep:
                 r.update(outcome="timeout", detail="cut by the end of the sweep")
             # a failure beside other problems may be theirs (the GPU's memory was shared):
             # once more, alone on a GPU, when there is time
-            again = r["outcome"] in ("import_failed", "eval_failed") or \
-                (r["outcome"] == "refused" and "out of memory" in r.get("detail", ""))
+            # (only a failure that names memory: a retry drains the GPU)
+            again = r["outcome"] in ("import_failed", "eval_failed", "refused") and \
+                "memory" in r.get("detail", "").lower()
             with self.lock:
                 if again and prob not in self.alone and need < self.a.capacity and \
                         not self.stopping:
