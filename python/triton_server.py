@@ -587,7 +587,11 @@ class Zygote:
         self.abi = triton_sandbox.landlock_abi()
         self.paths = triton_sandbox.read_paths()
         self.pid = os.getpid()
-        self.spare = None  # (pid, request fd, result fd) of the next compile process
+        # The next compile processes, oldest first: (pid, request fd, result fd). Two when they
+        # warm up before their request (a warm-up takes about as long as a small compile, so
+        # the one forked with a request has the whole of the next compile to finish in too).
+        self.spares = []
+        self.nspares = 2 if limits.get("prefault") else 1
         self.arch = "sm_90"  # the server's own (warm_up)
 
     def warm_up(self, arch):
@@ -631,8 +635,10 @@ class Zygote:
         nothing of anyone's. Called at start, as soon as a compile's request is handed over (so
         the next one walls itself in and warms up while that compile runs), and after each
         reply (if that failed)."""
-        if self.spare is not None:
-            return
+        while len(self.spares) < self.nspares:
+            self.spares.append(self.fork_one())
+
+    def fork_one(self):
         q_r, q_w = os.pipe()
         r_r, r_w = os.pipe()
         try:
@@ -647,7 +653,7 @@ class Zygote:
             self.child(q_r, r_w)
         os.close(q_r)
         os.close(r_w)
-        self.spare = (pid, q_w, r_r)
+        return pid, q_w, r_r
 
     def spawn_quietly(self):
         """spawn(), where a failure (no fork, no pipe) is tried again later rather than failing
@@ -657,10 +663,9 @@ class Zygote:
         except Exception:
             pass
 
-    def drop_spare(self):
-        if self.spare is not None:
-            pid, q_w, r_r = self.spare
-            self.spare = None
+    def drop_spares(self):
+        while self.spares:
+            pid, q_w, r_r = self.spares.pop()
             os.close(q_w)
             os.close(r_r)
             kill_and_reap(pid)
@@ -723,9 +728,9 @@ class Zygote:
         phases = Phases()
         phases.start(t0)
         timeout = float(req.get("timeout") or 120)
-        self.spawn()
-        pid, q_w, r = self.spare
-        self.spare = None
+        if not self.spares:
+            self.spawn()
+        pid, q_w, r = self.spares.pop(0)
         phases.mark("fork")
         result, blobs, why, status = None, [], None, 0
         try:
@@ -883,7 +888,7 @@ def main():
     while True:
         req, _ = read_frame(PROTO_IN)
         if req is None or req.get("op") == "bye":
-            zygote.drop_spare()
+            zygote.drop_spares()
             return 0
         reply = {"id": req.get("id"), "op": req.get("op")}
         blobs = []
