@@ -510,13 +510,17 @@ def table(tsv, kb_dir):
     def order(p):
         m = re.match(r"\d+", os.path.basename(p))
         return (p.split("/")[0], int(m.group()) if m else 0)
-    print("| problem | import s | import peak GPU GiB / footprint GiB | outcome |")
-    print("| --- | --- | --- | --- |")
+    print("| problem | import s | import peak GPU GiB / footprint GiB | eval s | outcome |")
+    print("| --- | --- | --- | --- | --- |")
     for p in sorted(rows, key=order):
         c = rows[p]
         mem = "%s / %s" % (c[3], c[4]) if c[3] != "-" else "-"
         detail = c[8].replace("|", "/")
-        print("| %s | %s | %s | %s: %s |" % (p[:-3], c[2], mem, c[7], detail[:160]))
+        if c[7] == "judged":  # the verdict; the message says the same of every stub
+            detail = "`%s`" % detail.split(":")[0]
+        else:
+            detail = re.sub(r"^exit \d+: (kevo import: )?(\S+\.py: )?", "", detail)[:220]
+        print("| %s | %s | %s | %s | %s: %s |" % (p[:-3], c[2], mem, c[6], c[7], detail))
 
 
 def gpu_list():
