@@ -4,6 +4,7 @@
 -- which two suites of one sweep on one GPU, on many and through Redis must print alike
 -- (docs/resume.md "Many GPUs"); then, not compared:
 --   gpu NAME COUNT            the GPUs that measured (device.gpu), with their evaluations
+--   worker NAME COUNT         the Redis workers that did (device.worker)
 --   problem I NAME WALL_S     each problem's run, created to finished
 --   worker_s S                the workers' own time over every evaluation (result.ms)
 local json = require "kevo.json"
@@ -16,7 +17,7 @@ for _, r in ipairs(db:runs()) do
   end
 end
 table.sort(runs, function(a, b) return a.index < b.index end)
-local gpus, worker_ms = {}, 0
+local gpus, workers, worker_ms = {}, {}, 0
 for _, r in ipairs(runs) do
   for _, c in ipairs(db:candidates(r.row.id)) do
     local e = db:evaluations(c.id)[1]
@@ -25,6 +26,8 @@ for _, r in ipairs(runs) do
       print(("eval %d %s %s %s"):format(r.index, c.source_hash:sub(1, 12), c.knobs, e.verdict))
       local g = type(res.device) == "table" and res.device.gpu
       if g then gpus[g] = (gpus[g] or 0) + 1 end
+      local w = type(res.device) == "table" and res.device.worker
+      if w then workers[w] = (workers[w] or 0) + 1 end
       if type(res.ms) == "number" then worker_ms = worker_ms + res.ms end
     end
   end
@@ -33,6 +36,10 @@ local names = {}
 for g in pairs(gpus) do names[#names + 1] = g end
 table.sort(names)
 for _, g in ipairs(names) do print(("gpu %s %d"):format(g, gpus[g])) end
+names = {}
+for w in pairs(workers) do names[#names + 1] = w end
+table.sort(names)
+for _, w in ipairs(names) do print(("worker %s %d"):format(w, workers[w])) end
 for _, r in ipairs(runs) do
   local a, b = tonumber(r.row.created), tonumber(r.row.finished)
   print(("problem %d %s %s"):format(r.index, r.row.recipe,
