@@ -41,7 +41,7 @@ return {
 #define WARPS 4
 #endif
 #ifndef TARGET
-#define TARGET 2112
+#define TARGET 1056
 #endif
 #ifndef MINB
 #define MINB 1

@@ -43,7 +43,7 @@ return {
 #define TARGET 1056
 #endif
 #ifndef PF
-#define PF 1
+#define PF 0
 #endif
 #define D 128
 #define NG (2 * WARPS) /* half-warps per block */

@@ -13,7 +13,8 @@
  *    For random rows a few hundred elements of 128k pass, so this is rare.
  *  - At the end the candidates are sorted and the first K written.
  *  - Rows whose length or alignment does not allow float4 load element by element.
- * Knobs: WARPS (rows per block), UNROLL (float4 loads per lane per batch), CAP (keys per warp). */
+ * Knobs: WARPS (rows per block), UNROLL (float4 loads per lane per batch), CAP (keys per warp),
+ * LD (the loads' cache hint: 0 read-only path, 1 streaming, 2 no L1 allocation). */
 /* kevo:launch
 return {
   kernels = {
@@ -26,10 +27,13 @@ return {
 #define WARPS 4
 #endif
 #ifndef UNROLL
-#define UNROLL 8
+#define UNROLL 4
 #endif
 #ifndef CAP
-#define CAP 512
+#define CAP 256
+#endif
+#ifndef LD
+#define LD 0
 #endif
 #if CAP < 128 || (CAP & (CAP - 1)) != 0
 #error "CAP must be a power of two of at least 128 (K <= 64 kept, 32 pushed at once)"
@@ -77,6 +81,22 @@ __device__ void warp_sort_desc(u64* buf, int n, int size, int lane) {
     }
 }
 
+/* 16 bytes of the row: LD 0 through the read-only cache, 1 streaming (evict first), 2 with no
+ * L1 allocation */
+__device__ __forceinline__ float4 load4(const float4* p) {
+#if LD == 1
+  return __ldcs(p);
+#elif LD == 2
+  float4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p));
+  return v;
+#else
+  return __ldg(p);
+#endif
+}
+
 struct batch_t {
   float4 v[UNROLL];
 };
@@ -88,7 +108,7 @@ __device__ __forceinline__ void load_batch(batch_t& r, const float* xr, int base
   for (int u = 0; u < UNROLL; u++) {
     const int e = base + (u * 32 + lane) * 4;
     if (vec && e + 3 < V) {
-      r.v[u] = __ldg(reinterpret_cast<const float4*>(xr + e));
+      r.v[u] = load4(reinterpret_cast<const float4*>(xr + e));
     } else {
       r.v[u].x = e < V ? xr[e] : ninf;
       r.v[u].y = e + 1 < V ? xr[e + 1] : ninf;
@@ -118,33 +138,51 @@ __device__ __forceinline__ void tighten(cand_t& c, int K, int lane) {
   __syncwarp();
 }
 
+/* One element per lane (index e): pushed when its key reaches tk. Warp-uniform control. */
+__device__ __forceinline__ void push_one(float f, int e, cand_t& c, int V, int K, int lane) {
+  bool take = e < V && f >= c.thr;
+  u64 key = 0;
+  if (take) {
+    key = key_of(f, (unsigned)e);
+    take = key >= c.tk;
+  }
+  unsigned mask = __ballot_sync(0xffffffffu, take);
+  if (!mask) return;
+  if (c.count + __popc(mask) > CAP) { /* make room: keep the K best, raise tk */
+    tighten(c, K, lane);
+    take = take && key >= c.tk;
+    mask = __ballot_sync(0xffffffffu, take);
+  }
+  if (take) c.buf[c.count + __popc(mask & ((1u << lane) - 1))] = key;
+  c.count += __popc(mask);
+}
+
+/* The four components one at a time, by name: an array indexed in a loop the compiler does not
+ * unroll would live in local memory. */
 __device__ __forceinline__ void filter(const batch_t& r, cand_t& c, int base, int V, int K,
                                        int lane) {
-  const unsigned below = (1u << lane) - 1;
 #pragma unroll
   for (int u = 0; u < UNROLL; u++) {
-    const float f[4] = {r.v[u].x, r.v[u].y, r.v[u].z, r.v[u].w};
-    const float mx = fmaxf(fmaxf(f[0], f[1]), fmaxf(f[2], f[3]));
+    const float4 f = r.v[u];
+    const float mx = fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w));
     if (!__any_sync(0xffffffffu, mx >= c.thr)) continue; /* most batches of a random row */
     const int e = base + (u * 32 + lane) * 4;
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-      bool take = e + q < V && f[q] >= c.thr;
-      u64 key = 0;
-      if (take) {
-        key = key_of(f[q], (unsigned)(e + q));
-        take = key >= c.tk;
-      }
-      unsigned mask = __ballot_sync(0xffffffffu, take);
-      if (!mask) continue;
-      if (c.count + __popc(mask) > CAP) { /* make room: keep the K best, raise tk */
-        tighten(c, K, lane);
-        take = take && key >= c.tk;
-        mask = __ballot_sync(0xffffffffu, take);
-      }
-      if (take) c.buf[c.count + __popc(mask & below)] = key;
-      c.count += __popc(mask);
-    }
+    push_one(f.x, e, c, V, K, lane);
+    push_one(f.y, e + 1, c, V, K, lane);
+    push_one(f.z, e + 2, c, V, K, lane);
+    push_one(f.w, e + 3, c, V, K, lane);
+  }
+}
+
+/* b1 > b2: the lane's two best keys so far, given element e of value f */
+__device__ __forceinline__ void best2(float f, int e, int V, u64& b1, u64& b2) {
+  if (e >= V) return;
+  const u64 k = key_of(f, (unsigned)e);
+  if (k > b1) {
+    b2 = b1;
+    b1 = k;
+  } else if (k > b2) {
+    b2 = k;
   }
 }
 
@@ -168,18 +206,10 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS)
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
       const int e = (u * 32 + lane) * 4;
-      const float f[4] = {cur.v[u].x, cur.v[u].y, cur.v[u].z, cur.v[u].w};
-#pragma unroll
-      for (int q = 0; q < 4; q++)
-        if (e + q < V) {
-          const u64 k = key_of(f[q], (unsigned)(e + q));
-          if (k > b1) {
-            b2 = b1;
-            b1 = k;
-          } else if (k > b2) {
-            b2 = k;
-          }
-        }
+      best2(cur.v[u].x, e, V, b1, b2);
+      best2(cur.v[u].y, e + 1, V, b1, b2);
+      best2(cur.v[u].z, e + 2, V, b1, b2);
+      best2(cur.v[u].w, e + 3, V, b1, b2);
     }
     c.buf[lane] = b1;
     c.buf[32 + lane] = b2;
