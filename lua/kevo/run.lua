@@ -437,12 +437,37 @@ local function make_evaluator(task, cfg, host, spec)
       return ev:evaluate_many(clean, {start_by = ask and ask.start_by})
     end,
     -- the profile stage (docs/profile.md): opts {reference =, bounds = {...}}
+    -- opts.deadline (kevo.clock's seconds: --time's end): each ncu run of at most 12 (the
+    -- evaluator's) is given what is left as its deadline (the worker kills ncu there), and
+    -- none starts after it: its candidates are not profiled, reason "timeout"
     profile_many = function(list, opts)
+      opts = opts or {}
       local clean = {}
       for i, c in ipairs(list) do
         clean[i] = {lang = c.lang, source = c.source, launch = c.launch, knobs = c.knobs}
       end
-      return ev:profile(clean, {reference = opts and opts.reference, bounds = opts and opts.bounds})
+      if not opts.deadline then
+        return ev:profile(clean, {reference = opts.reference, bounds = opts.bounds})
+      end
+      local out = {}
+      for from = 1, #clean, 12 do
+        local part, bounds = {}, opts.bounds and {} or nil
+        for i = from, math.min(from + 11, #clean) do
+          part[#part + 1] = clean[i]
+          if bounds then bounds[#bounds + 1] = opts.bounds[i] end
+        end
+        local left_ms = math.floor((opts.deadline - kevo.clock()) * 1000)
+        local got = {}
+        if left_ms > 0 then
+          got = ev:profile(part, {reference = opts.reference, bounds = bounds,
+                                  deadline_ms = math.min(left_ms, 600000)}) or {}
+        end
+        for j = 1, #part do
+          out[from + j - 1] = got[j] or {ok = false, reason = "timeout",
+                                          error = "not profiled: the run's time ran out (--time)"}
+        end
+      end
+      return out
     end,
     close = function() if ev.close then ev:close() end end,
     workers = ev:stats().workers,

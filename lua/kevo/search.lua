@@ -636,7 +636,8 @@ function Ctx:_profile_batch(todo, with_ref)
       cands[j] = e.candidate
       bounds[j] = e.bench and e.bench.bound or "memory"
     end
-    profiles = ev.profile_many(cands, {reference = with_ref, bounds = bounds})
+    profiles = ev.profile_many(cands, {reference = with_ref, bounds = bounds,
+                                       deadline = self:_start_by()})
   end
   for j = 1, #todo do
     profiles[j] = profiles[j] or {ok = false, reason = "unsupported",

@@ -196,6 +196,16 @@ def main():
                  (0x10 + i), "mem_bytes": 150 << 30} for i in range(n)]})
             continue
         if op == "profile":
+            # KEVO_FAKE_PROFILE_S: ncu takes that long, killed at the request's deadline_ms
+            # (as the real worker kills it)
+            slow = float(os.environ.get("KEVO_FAKE_PROFILE_S", "0"))
+            dl = float(req.get("profile", {}).get("deadline_ms") or 0) / 1000
+            if slow > 0:
+                time.sleep(min(slow, dl) if dl > 0 else slow)
+            if slow > 0 and 0 < dl < slow:
+                write_frame(out, {"id": rid, "ok": False, "reason": "timeout",
+                                  "error": "E_TIMEOUT: ncu took longer than %g s (fake)" % dl})
+                continue
             res = reply_profile(req)
             res["id"] = rid
             write_frame(out, res)

@@ -6,6 +6,7 @@
 #   the cut batch is in the journal: a replay, and a resume after the batch's commit, give the
 #   strategy the same batch. Real NVRTC, the stand-in worker (fake_worker.py). The Triton side
 #   is tests/lua/test_compile_deadline.lua.
+# - A profile: ncu (the stand-in worker's, 60 s) is given what is left of the run's time.
 # - An LLM answer: a proposal whose reply the (loopback) server holds for 60 s is given up at
 #   --time, the run ends on [time] with the seeds' best, and replays to the same stop.
 set -u
@@ -76,6 +77,30 @@ t "resumed after the cut batch" 0 "$KEVO" run --resume "$r"
 grep '^BATCH' "$out" | cmp -s - batch_live.txt && echo "ok   the resume read the cut batch back" ||
   say_fail "the resume's batch: $(grep BATCH "$out")"
 t "replay of the resumed run" 0 "$KEVO" replay "$r"; has "no divergence"
+# --- a profile (ncu) under way at the deadline: the worker is given what is left ----------------
+cat > slowprofile.lua <<'LUA'
+return {name = "slowprofile", run = function(ctx)
+  ctx:evaluate(ctx:seed_candidates())
+  local p = ctx:profile(ctx.best)[1]
+  ctx:log("PROFILE %s %s", tostring(p.ok), tostring(p.reason))
+  ctx:evaluate(ctx:seed_candidates(1))
+  ctx:profile(ctx:top(2))
+  ctx:log("NOT REACHED")
+end}
+LUA
+start=$(date +%s.%N)
+t "--time with a profile under way" 0 env KEVO_FAKE_PROFILE_S=60 "$KEVO" run "$recipe" \
+  --strategy ./slowprofile.lua --time 3s
+took=$(echo "$(date +%s.%N) - $start" | bc)
+has "PROFILE false timeout"; has "stopped: --time budget spent"
+grep -q "NOT REACHED" "$out" && say_fail "the strategy went on past its stop"
+secs=$(sed -n 's/^run [0-9]* done: .*, \([0-9.]*\) s \[time\]$/\1/p' "$out")
+awk -v s="${secs:-99}" -v w="$took" 'BEGIN { exit !(s <= 5 && w <= 6) }' \
+  && echo "ok   the run ended at $secs s of a 3 s budget, its profile cut (the command: ${took} s)" \
+  || say_fail "the run took ${secs:-?} s of run time (the command ${took} s) on a 3 s budget"
+r=$(last_run)
+t "replay of the run whose profile was cut" 0 "$KEVO" replay "$r"; has "no divergence"
+
 # --- an LLM answer still to come at the deadline ---------------------------------------------
 : > llm.log; echo "hold *" > llm.ctl
 python3 "$KEVO_SRC/tests/integration/resume_llm_server.py" llm.log llm.ctl > port.txt &
