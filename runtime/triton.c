@@ -149,10 +149,13 @@ int triton_pool_new(const triton_pool_opts *opts, triton_pool **out, kevo_error 
     p->nmax = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
   }
   if (p->nmax > MAX_SERVERS) p->nmax = MAX_SERVERS;
-  /* A compile process's warm-up runs while its server's ptxas does: one more CPU per server. */
+  /* A compile process's warm-up runs beside its server's compile: one more CPU per server, on
+   * a machine with CPUs to spare (on 2, shared with kevo, the worker and the strategy, it slowed
+   * compiles down). */
   const char *pre = getenv("KEVO_TRITON_PREFAULT");
   if (pre && *pre) p->o.prefault = strcmp(pre, "0") != 0 ? 1 : -1;
-  if (p->o.prefault == 0) p->o.prefault = sysconf(_SC_NPROCESSORS_ONLN) >= 2L * p->nmax ? 1 : -1;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (p->o.prefault == 0) p->o.prefault = ncpu >= 4 && ncpu >= 2L * p->nmax ? 1 : -1;
   for (int i = 0; i < MAX_SERVERS; i++)
     p->srv[i].proc = (triton_proc){0, -1, -1};
   const char *tmp = getenv("TMPDIR");

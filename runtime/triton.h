@@ -33,8 +33,8 @@ typedef struct triton_pool_opts {
   int no_disk_cache;      /* 1: memory cache only */
   int keep_user;          /* 1: as root, do not become nobody (tests of the other walls only) */
   int no_allowlist;       /* 1: no allow-list, the OS wall alone (tests of that wall only) */
-  int prefault;           /* compile processes warm up before their request: 0 auto (when the
-                             CPUs are at least twice the servers), 1 on, -1 off;
+  int prefault;           /* compile processes warm up before their request: 0 auto (at least
+                             4 CPUs, and twice the servers), 1 on, -1 off;
                              $KEVO_TRITON_PREFAULT=1|0 overrides */
 } triton_pool_opts;
 
