@@ -10,6 +10,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +196,67 @@ static int host_import(lua_State *L) {
   return 1;
 }
 
+/* spawn({arg, ...}, log) -> pid | nil, msg: this kevo again with those arguments (kevo suite
+ * --jobs: one problem each), stdin from /dev/null, stdout and stderr to the file log (its
+ * parents made first), killed when this process dies (PR_SET_PDEATHSIG). */
+static int host_spawn(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  const char *log = luaL_checkstring(L, 2);
+  lua_Integer n = luaL_len(L, 1);
+  if (n < 1 || n > 62) return luaL_error(L, "spawn: 1 to 62 arguments");
+  const char *argv[64] = {"kevo"};
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, 1, i);
+    argv[i] = luaL_checkstring(L, -1); /* the table keeps the string */
+    lua_pop(L, 1);
+  }
+  argv[n + 1] = NULL;
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  kevo_error err = {0};
+  if (len <= 0) {
+    kevo_fail(&err, KEVO_E_IO, "spawn: where is kevo: %s", strerror(errno));
+    return kevo_l_fail_err(L, &err);
+  }
+  exe[len] = '\0';
+  if (make_parents(log, &err)) return kevo_l_fail_err(L, &err);
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    kevo_fail(&err, KEVO_E_IO, "spawn: %s: %s", log, strerror(errno));
+    return kevo_l_fail_err(L, &err);
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(137);
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    execv(exe, (char *const *)argv);
+    _exit(127);
+  }
+  close(fd);
+  if (pid < 0) {
+    kevo_fail(&err, KEVO_E_IO, "spawn: fork: %s", strerror(errno));
+    return kevo_l_fail_err(L, &err);
+  }
+  lua_pushinteger(L, pid);
+  return 1;
+}
+
+/* reap(pid) -> exit code (128 + signal when killed), or nil while it runs. */
+static int host_reap(lua_State *L) {
+  pid_t pid = (pid_t)luaL_checkinteger(L, 1);
+  int st = 0;
+  pid_t r = waitpid(pid, &st, WNOHANG);
+  if (r == 0) return 0;
+  if (r < 0) return luaL_error(L, "reap: %d is not a child of this kevo", (int)pid);
+  lua_pushinteger(L, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return 1;
+}
+
 static int resolve_llm(lua_State *L, const char *flag);
 
 /* resolve_llm(flag) -> JSON text | nil, msg: the LLM settings for PROVIDER:MODEL as --llm would
@@ -218,6 +282,8 @@ static void push_host(lua_State *L, int argc, char **argv) {
                                  {"resolve_llm", host_resolve_llm},
                                  {"list_dir", host_list_dir},
                                  {"import", host_import},
+                                 {"spawn", host_spawn},
+                                 {"reap", host_reap},
                                  {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_pushboolean(L, isatty(STDERR_FILENO));

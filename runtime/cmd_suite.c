@@ -13,8 +13,8 @@ static int suite_main(int argc, char **argv) {
 const struct kevo_command kevo_cmd_suite = {
     "suite", "search for fast kernels for many problems as one resumable job",
     "usage: kevo suite PATH... [kevo run's options] [--json FILE]\n"
-    "       kevo suite --resume SUITE [--gpus ...|--eval ...] [--db PATH] [--out DIR]\n"
-    "                  [--json FILE]\n\n"
+    "       kevo suite --resume SUITE [--gpus ...|--eval ...] [--jobs N] [--db PATH]\n"
+    "                  [--out DIR] [--json FILE]\n\n"
     "PATH: a recipe (file or packaged name), a KernelBench problem file (.py: imported first,\n"
     "into OUT/suite-ID/problems/NN/), or a folder of them (its *.yaml and *.py files, by name).\n"
     "Each problem gets a search with kevo run's options (--strategy, --llm, --set, --seed,\n"
@@ -22,7 +22,9 @@ const struct kevo_command kevo_cmd_suite = {
     "--max-evals, --time and --budget-tokens are per problem. Problems run one after another;\n"
     "each batch is spread over the GPUs --gpus gives, or over the Redis workers of --eval\n"
     "(docs/redis.md). KernelBench problems are refused with --eval: their PyTorch reference\n"
-    "stays beside one worker; judge them with --gpus on a GPU host.\n\n"
+    "stays beside one worker; judge them with --gpus on a GPU host. --jobs N (with --eval)\n"
+    "searches N problems at once, each in a child kevo (its output in\n"
+    "OUT/suite-ID/problem-NN.log); the Redis workers still judge one job at a time each.\n\n"
     "The suite is one job in the archive (kevo runs lists it, strategy 'suite'); each problem's\n"
     "search is a run of its own. --resume SUITE goes on after a kill: finished problems are read\n"
     "back, the one cut short is resumed from its journal, the rest run.\n\n"

@@ -23,10 +23,10 @@ local EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 local USAGE = "usage: kevo suite PATH... [--strategy NAME] [--llm PROVIDER:MODEL] " ..
               "[--budget-tokens N] [--max-evals N] [--time DURATION] [--set KEY=VALUE]... " ..
               "[--seed N] [--db PATH] [--arch sm_XX] [--gpus all|0,1] " ..
-              "[--eval redis://HOST:PORT/DB [--eval-password-env VAR]] [--out DIR] " ..
-              "[--json FILE]\n" ..
-              "       kevo suite --resume SUITE [--gpus ...] [--eval ...] [--db PATH] " ..
-              "[--out DIR] [--json FILE] (see kevo suite --help)"
+              "[--eval redis://HOST:PORT/DB [--eval-password-env VAR] [--jobs N]] " ..
+              "[--out DIR] [--json FILE]\n" ..
+              "       kevo suite --resume SUITE [--gpus ...] [--eval ...] [--jobs N] " ..
+              "[--db PATH] [--out DIR] [--json FILE] (see kevo suite --help)"
 
 -- The options a resume may give anew (where the evaluations run, where things are kept); the
 -- rest are the suite's own, recorded when it started.
@@ -35,6 +35,16 @@ local RESUME_TAKES = {["--gpus"] = true, ["--eval"] = true, ["--eval-password-en
 -- Where evaluations run: given anew on a resume, they replace the recorded ones together.
 local WHERE = {["--gpus"] = true, ["--eval"] = true, ["--eval-password-env"] = true}
 
+
+-- --jobs N > 1 judges N problems at once: only through Redis, whose workers judge one job at a
+-- time (docs/suite.md "Why problems do not overlap"); on local GPUs they would share timings.
+local function check_jobs(o)
+  if o.jobs and o.jobs > 1 and not o.cfg.eval then
+    run.usage_error("--jobs %d judges %d problems at once: give --eval redis://... (its workers " ..
+                    "judge one job at a time); on local GPUs they would share their timings",
+                    o.jobs, o.jobs)
+  end
+end
 
 -- Parses argv: {paths = {...}, flags = {run flags, as given}, resume = N, json = FILE, cfg =
 -- kevo.run's config for those flags}. Raises kevo.run's usage errors.
@@ -47,7 +57,7 @@ function M.parse_args(argv)
     flag = flag or a
     if flag:sub(1, 2) == "--" then
       -- kevo run's options (all passed on to each problem's run), --resume and --json
-      if flag ~= "--json" and not run.TAKES[flag] then
+      if flag ~= "--json" and flag ~= "--jobs" and flag ~= "--problem" and not run.TAKES[flag] then
         run.usage_error("unknown option '%s'", flag)
       end
       if not val then
@@ -60,6 +70,10 @@ function M.parse_args(argv)
         if not o.resume or o.resume < 1 then run.usage_error("--resume takes a suite id") end
       elseif flag == "--json" then
         o.json = val
+      elseif flag == "--jobs" or flag == "--problem" then
+        local v = math.tointeger(tonumber(val))
+        if not v or v < 1 then run.usage_error("%s takes a positive integer", flag) end
+        o[flag:sub(3)] = v
       else
         o.flags[#o.flags + 1] = flag
         o.flags[#o.flags + 1] = val
@@ -68,6 +82,9 @@ function M.parse_args(argv)
       o.paths[#o.paths + 1] = a
     end
     i = i + 1
+  end
+  if o.problem and not o.resume then
+    run.usage_error("--problem I runs problem I of a suite: it goes with --resume SUITE")
   end
   if o.resume then
     if #o.paths > 0 then
@@ -88,6 +105,7 @@ function M.parse_args(argv)
   for _, f in ipairs(o.flags) do args[#args + 1] = f end
   o.cfg = run.parse_args(args)
   o.cfg.recipe = nil
+  if not o.resume then check_jobs(o) end -- a resume's --eval may be the recorded one
   return o
 end
 
@@ -160,6 +178,18 @@ local function make_bar(st)
     parts[#parts + 1] = fmt_elapsed(kevo.clock() - st.t0)
     return table.concat(parts, "  ")
   end
+end
+
+-- What the suite's journal says of its finished problems, by index.
+local function finished_of(db, sid)
+  local finished = {}
+  for _, kind, req, resp in db:journal(sid) do
+    if kind == "problem" then
+      local q, a = json.decode(req), json.decode(resp)
+      if type(q) == "table" and type(a) == "table" then finished[q.index] = a end
+    end
+  end
+  return finished
 end
 
 -- The runs of suite sid by problem index (the newest of each), from the archive.
@@ -285,13 +315,7 @@ function M.execute(o, host)
   local sid, problems = open_suite(o, db, host)
   if o.resume then dbpath = o.cfg.db or dbpath end
   o.cfg.db = dbpath
-  local finished = {}
-  for _, kind, req, resp in db:journal(sid) do
-    if kind == "problem" then
-      local q, a = json.decode(req), json.decode(resp)
-      if type(q) == "table" and type(a) == "table" then finished[q.index] = a end
-    end
-  end
+  local finished = finished_of(db, sid)
   local st = {id = sid, total = #problems, done = 0, evals = 0, tokens = 0, t0 = kevo.clock()}
   local bar = make_bar(st)
   -- each run draws the suite's bar from its context
@@ -300,13 +324,20 @@ function M.execute(o, host)
   }, {__index = host})
   kevo.log("kevo suite %d: %s%d problem(s)%s", sid, o.resume and "resuming, " or "", #problems,
            o.cfg.gpus and (", --gpus " .. o.cfg.gpus) or "")
+  check_jobs(o)
+  if o.problem then return M.one_problem(o, db, sid, problems, finished, host) end
   local status = "done"
+  if o.jobs and o.jobs > 1 then -- the children noted what they finished
+    status = M.at_once(o, db, sid, problems, finished, host)
+    finished = finished_of(db, sid)
+  end
   local existing = runs_of(db, sid)
   -- the test hook KEVO_FAULT=suite:N: kevo kills itself once N problems are noted
   local fault = tonumber((host.getenv("KEVO_FAULT") or ""):match("^suite:(%d+)$") or "")
   local noted = 0
   for i, prob in ipairs(problems) do
     local f = finished[i]
+    if not f and status == "killed" then break end
     if not f then
       local ex = existing[i]
       if ex and (ex.status == "done" or ex.status == "failed") then
@@ -348,6 +379,76 @@ function M.execute(o, host)
     return EXIT_FAILED
   end
   return m.summary.fast.ref[1].n > 0 and EXIT_OK or EXIT_FAILED
+end
+
+-- kevo suite --resume SID --problem I: problem I alone (a child of --jobs), noted in the suite's
+-- journal; no table. Its exit code is the problem's.
+function M.one_problem(o, db, sid, problems, finished, host)
+  local i = o.problem
+  local prob = problems[i]
+  if not prob then run.usage_error("suite %d has no problem %d", sid, i) end
+  if finished[i] then return finished[i].exit or EXIT_OK end
+  local ex = runs_of(db, sid)[i]
+  local f
+  if ex and (ex.status == "done" or ex.status == "failed") then
+    f = {run = ex.id, exit = ex.status == "done" and EXIT_OK or EXIT_FAILED, status = ex.status,
+         evals = ex.evaluations, tokens = (ex.input_tokens or 0) + (ex.output_tokens or 0)}
+  else
+    f = search_one(o, db, sid, i, prob, ex, host, {})
+    if host.interrupted() or f.status == "killed" then return EXIT_FAILED end
+  end
+  assert(db:journal_append(sid, "problem", journal.canonical({index = i, path = prob.path}),
+                           journal.canonical(f)))
+  return f.exit or EXIT_OK
+end
+
+-- kevo suite --jobs N: the problems not finished yet, N at a time, each a child kevo
+-- (kevo suite --resume SID --problem I) whose output goes to OUT/suite-SID/problem-I.log; they
+-- judge through --eval's Redis workers, one job at a time per worker. Returns "done", or
+-- "killed" when interrupted (the children die with a Ctrl-C too; --resume goes on).
+function M.at_once(o, db, sid, problems, finished, host)
+  local out = (o.cfg.out or "kevo-out") .. "/suite-" .. sid
+  local base = {"suite", "--resume", tostring(sid), "--db", o.cfg.db}
+  for j = 1, #o.flags, 2 do
+    if RESUME_TAKES[o.flags[j]] and o.flags[j] ~= "--db" then
+      base[#base + 1], base[#base + 2] = o.flags[j], o.flags[j + 1]
+    end
+  end
+  local todo, running = {}, {}
+  for i = 1, #problems do if not finished[i] then todo[#todo + 1] = i end end
+  kevo.log("kevo suite %d: %d problem(s) to search, %d at a time (logs in %s/)", sid, #todo,
+           o.jobs, out)
+  local next_todo, n_running = 1, 0
+  local stop_by
+  while next_todo <= #todo or n_running > 0 do
+    -- a Ctrl-C reaches the children too: no new one, and up to 30 s for them to stop
+    if host.interrupted() then
+      stop_by = stop_by or kevo.clock() + 30
+      if n_running == 0 or kevo.clock() > stop_by then return "killed" end
+      next_todo = #todo + 1
+    end
+    while n_running < o.jobs and next_todo <= #todo do
+      local i = todo[next_todo]
+      next_todo = next_todo + 1
+      local args = {table.unpack(base)}
+      args[#args + 1], args[#args + 2] = "--problem", tostring(i)
+      local pid, err = host.spawn(args, ("%s/problem-%02d.log"):format(out, i))
+      if not pid then error(("problem %d: %s"):format(i, tostring(err)), 0) end
+      running[pid] = i
+      n_running = n_running + 1
+    end
+    host.sleep(0.1)
+    for pid, i in pairs(running) do
+      local rc = host.reap(pid)
+      if rc then
+        running[pid] = nil
+        n_running = n_running - 1
+        kevo.log("kevo suite %d: problem %d (%s): exit %d", sid, i,
+                 problems[i].path:match("([^/]+)$") or problems[i].path, rc)
+      end
+    end
+  end
+  return stop_by and "killed" or "done"
 end
 
 function M.main(argv, host)

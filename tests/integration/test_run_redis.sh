@@ -103,7 +103,7 @@ for _, r in ipairs(db:runs()) do
   end
 end
 LUA
-) "$1"
+) "$1" | sort -s -n -k1,1 # by problem (with --jobs their runs start in any order)
 }
 s2=("$recipe" "$recipe")
 t "a suite through Redis" 0 "$KEVO" suite "${s2[@]}" --max-evals 6 --db sa.db --eval "$url"
@@ -116,4 +116,16 @@ sdump sa.db > sa.txt; sdump sb.db > sb.txt
 [ "$(wc -l < sa.txt)" = 12 ] && diff sa.txt sb.txt >/dev/null \
   && echo "ok   the suite through Redis, and resumed there from a local start: the same searches" \
   || { echo "FAIL: the suites differ"; diff sa.txt sb.txt | head; fail=1; }
+# --jobs 2: the two problems at once, each a child kevo, the same searches and table
+t "--jobs without --eval" 2 "$KEVO" suite "${s2[@]}" --jobs 2 --db sj0.db;  has "give --eval"
+t "a suite with --jobs 2" 0 "$KEVO" suite "${s2[@]}" --max-evals 6 --db sc.db --eval "$url" \
+  --jobs 2 --out "$tmp/jobs"
+has "suite 1 (done): 2 problems"; has "2 problem(s) to search, 2 at a time"
+sdump sc.db > sc.txt
+diff sa.txt sc.txt >/dev/null && [ -s "$tmp/jobs/suite-1/problem-02.log" ] \
+  && echo "ok   --jobs 2: the same searches as problems in turn, a log per problem" \
+  || { echo "FAIL: --jobs 2 differs"; diff sa.txt sc.txt | head; ls "$tmp/jobs/suite-1"; fail=1; }
+[ "$("$KEVO" script <(echo 'local db = require("kevo.archive").open(arg[1]); local n = 0
+  for _, k in db:journal(1) do n = n + (k == "problem" and 1 or 0) end; print(n)') sc.db)" = 2 ] \
+  || { echo "FAIL: --jobs 2 noted the problems other than once each"; fail=1; }
 exit $fail
