@@ -27,7 +27,7 @@ return {
 #define WARPS 4
 #endif
 #ifndef UNROLL
-#define UNROLL 4
+#define UNROLL 2
 #endif
 #ifndef CAP
 #define CAP 256
