@@ -350,7 +350,9 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
 
 
 def output_stats(torch, o):
-    """The finite values' range of an output: what an all-zero or constant kernel is up against."""
+    """The finite values' range of an output: what an all-zero or constant kernel is up against.
+    With it, how many elements sit exactly at the minimum and at the maximum (a ReLU or a clamp
+    that leaves all but a few elements at its bound: a constant kernel is right on those)."""
     lo, hi, amax = math.inf, -math.inf, 0.0
     for c in chunks(o.detach()):
         c = c.double()
@@ -360,7 +362,42 @@ def output_stats(torch, o):
             amax = max(amax, float(v.abs().max()))
     if lo > hi:
         return None
-    return {"min": lo, "max": hi, "absmax": amax}
+    at_lo = at_hi = 0
+    for c in chunks(o.detach()):
+        c = c.double()
+        at_lo += int((c == lo).sum())
+        at_hi += int((c == hi).sum())
+    return {"min": lo, "max": hi, "absmax": amax, "numel": o.numel(), "at_min": at_lo,
+            "at_max": at_hi}
+
+
+SAMPLE = 1 << 24  # elements of an output kept to measure how far it moves between draws
+
+
+def output_sample(o):
+    """A copy of at most SAMPLE elements of o, evenly strided (all of them up to SAMPLE)."""
+    flat = o.detach().reshape(-1)
+    step = max(1, -(-flat.numel() // SAMPLE))
+    return flat[::step].clone(), step
+
+
+def moved(torch, samples, outs):
+    """Per output, the largest |a - b| between the kept sample a of a first draw and the same
+    elements b of outs (finite in both); None for an output that is not floating point."""
+    res = []
+    for (a, step), o in zip(samples, outs):
+        if not o.dtype.is_floating_point:
+            res.append(None)
+            continue
+        b = o.detach().reshape(-1)[::step]
+        worst = 0.0
+        for ca, cb in zip(chunks(a), chunks(b)):
+            ca, cb = ca.double(), cb.double()
+            ok = torch.isfinite(ca) & torch.isfinite(cb)
+            if ok.any():
+                worst = max(worst, float((ca - cb).abs()[ok].max()))
+        res.append(worst)
+    return res
 
 
 # What in a Model's source draws random numbers (a reference that does cannot be matched).
@@ -408,10 +445,14 @@ def randomness(torch, prob, outs):
              "no random call found in Model's source (a random op inside a library call?)")), worst
 
 
-def degenerate(torch, prob, path, outs):
+def degenerate(torch, prob, path, outs, stats):
     """Why the reference cannot tell a right kernel from a wrong one, or None. Frees prob's
     inputs and outs on the way (the caller is done with them): the draws it compares are
-    reduced to digests, so at most one extra set of inputs and outputs exists at a time."""
+    reduced to digests and samples (at most SAMPLE elements an output), so at most one extra
+    set of inputs and outputs exists at a time. Adds to each output's stats (a list, None where
+    an output has none) what the other draws show: `moved`, the largest element-wise
+    difference from the first draw (exact up to SAMPLE elements, then on a strided sample),
+    and `others`, the fewest elements off the output's bound (min or max) in any draw."""
     for i, o in enumerate(outs):
         flat = o.flatten()
         if flat.numel() == 0:
@@ -422,20 +463,40 @@ def degenerate(torch, prob, path, outs):
         if flat.numel() > 1 and all(bool((c == flat[0]).all()) for c in chunks(flat)):
             return "output %d is constant (every element is %s)" % (i, fmt(float(flat[0])))
         del o, flat  # else the last output outlives `del outs[:]` below
+    for st in stats:
+        if st is not None:
+            st["others"] = st["numel"] - max(st["at_min"], st["at_max"])
     first = device_digest(torch, outs)
+    samples = [output_sample(o) for o in outs]
     del outs[:]
+
+    def note(new):
+        for st, mv, o in zip(stats, moved(torch, samples, new), new):
+            if st is None:
+                continue
+            if mv is not None:
+                st["moved"] = max(st.get("moved", 0.0), mv)
+            o2 = output_stats(torch, o)
+            if o2 is not None:
+                off = o2["numel"] - max(o2["at_min"], o2["at_max"])
+                st["others"] = min(st.get("others", off), off)
     ninputs = len(prob.tensor_inputs())
     if ninputs:
         prob.draw_inputs(1)
-        if device_digest(torch, list(prob.forward())) == first:
+        new = list(prob.forward())
+        if device_digest(torch, new) == first:
             return ("the outputs do not depend on the inputs (two different draws of %d input "
                     "tensor%s give identical outputs)" % (ninputs, "" if ninputs == 1 else "s"))
+        note(new)
+        del new
     prob.args = []  # prob2 draws its own, and builds its own model: two models' weights
     prob.model, prob.weights = None, []  # at once would double them
     release(torch)
     prob2 = Problem(torch, path, seed=1)
-    if device_digest(torch, list(prob2.forward())) == first:
+    new = list(prob2.forward())
+    if device_digest(torch, new) == first:
         return "the outputs do not depend on the seed (new inputs and weights give identical outputs)"
+    note(new)
     return None
 
 
@@ -518,7 +579,7 @@ def describe_within(torch, path):
                                             gpu_bytes(torch)), fwd_extra)
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
-    d["degenerate"] = degenerate(torch, prob, path, outs)
+    d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]])
     d["footprint_bytes"] = footprint
     d["forward_extra_bytes"] = fwd_extra
     if torch.cuda.is_available():

@@ -123,10 +123,15 @@ local F32_DEFAULT = 1e-5 -- the recipe default for f32 (docs/recipes.md)
 -- error s against float64, scaled by 1 + |e|, rounded up; atol = rtol = t) or, when it could not
 -- measure, kevo's default, said with the bridge's reason. A reference that is nondeterministic
 -- at the level of rounding widens t to 8x its own run-to-run spread. Then, per f32 output with
--- statistics: where all zeros (|e| <= atol + rtol |e| everywhere) or a constant (max - min <=
--- 2 (atol + rtol max|e|)) would pass, atol shrinks to 8s (and rtol too if needed) so that
--- atol + rtol max|e| stays under a tenth of what separates a right output from the wrong one;
--- when even 8s does not fit there, the problem is refused.
+-- statistics: its variation v is the larger of its spread within one draw (max - min) and how
+-- far it moves between draws (`moved`: the largest element-wise difference between two draws
+-- of inputs and weights; a scalar output spans 0 within a draw and only moves). A kernel that
+-- writes the same values whatever its inputs (a constant, or any fixed tensor) passes only if
+-- every element stays within atol + rtol |e| of it in every trial, so it fails once
+-- v > 2 (atol + rtol max|e|). Where all zeros (|e| <= atol + rtol |e| everywhere) or such a
+-- kernel would pass, atol shrinks to 8s (and rtol too if needed) so that atol + rtol max|e|
+-- stays under a tenth of what separates a right output from the wrong one (max|e| from zero,
+-- v / 2 from a constant); when even 8s does not fit there, the problem is refused.
 function M.tolerance(d)
   local f32 = false
   for _, o in ipairs(d.outputs or {}) do f32 = f32 or o.dtype == "f32" end
@@ -160,21 +165,33 @@ function M.tolerance(d)
       tonumber(st.max) then
       checked = true
       local absmax, spread = st.absmax, st.max - st.min
+      local moved = tonumber(not isnull(st.moved) and st.moved or nil)
+      local v = math.max(spread, moved or 0)
       local zeros_pass = absmax <= atol + rtol * absmax
-      local constant_pass = spread <= 2 * (atol + rtol * absmax)
+      local constant_pass = v <= 2 * (atol + rtol * absmax)
+      local shape = ("at most %.3g in size, spanning %.3g within a draw, moving %s between "
+        .. "draws"):format(absmax, spread, moved and ("%.3g"):format(moved) or "(not measured)")
       if zeros_pass or constant_pass then
-        local room = (zeros_pass and absmax or spread / 2) / 10
+        local room = math.min(zeros_pass and absmax / 10 or math.huge,
+                              constant_pass and v / 20 or math.huge)
         local floor8 = s > 0 and round_up(8 * s) or 0
         local a, r = floor8, rtol
         if a + r * absmax > room then r = floor8 end
         if a + r * absmax > room then
-          return nil, ("E_RECIPE: refused: output %s is at most %.3g in size and spans %.3g; "
-            .. "torch's own f32 error (%.3g) leaves no tolerance under which a right kernel "
-            .. "passes and an all-zero or constant one fails"):format(o.name, absmax, spread, s)
+          if zeros_pass and absmax <= 2 * s * (1 + absmax) then
+            return nil, ("E_RECIPE: refused: output %s is rounding noise: at most %.3g in size, "
+              .. "within twice torch's own f32 error against float64 (%.3g), so an all-zero "
+              .. "kernel is as right as torch's answer and no tolerance tells a right kernel "
+              .. "from it")
+              :format(o.name, absmax, s)
+          end
+          return nil, ("E_RECIPE: refused: output %s is %s; torch's own f32 error (%.3g) leaves "
+            .. "no tolerance under which a right kernel passes and %s one fails"):format(o.name,
+            shape, s, zeros_pass and "an all-zero" or "a constant (input-independent)")
         end
-        why = why .. ("; rescaled to atol %.3g, rtol %.3g for output %s (at most %.3g in size, "
-          .. "spanning %.3g): atol %.3g would pass %s kernel"):format(a, r, o.name, absmax,
-          spread, atol, zeros_pass and "an all-zero" or "a constant")
+        why = why .. ("; rescaled to atol %.3g, rtol %.3g for output %s (%s): atol %.3g would "
+          .. "pass %s kernel"):format(a, r, o.name, shape, atol,
+          zeros_pass and "an all-zero" or "a constant")
         atol, rtol = a, r
       end
     end
@@ -184,6 +201,30 @@ function M.tolerance(d)
       .. "output statistics)"
   end
   return {f32 = {atol = atol, rtol = rtol}, why = why}
+end
+
+-- Why the reference is nearly constant, or nil: an output that sits at one value (its minimum
+-- or maximum: a ReLU or a clamp past nearly all of its inputs) at all but a few elements in
+-- some draw of the import's. kevo's trials draw other inputs, and may hit none of the few, so
+-- a constant kernel would pass them (level2/9: the bias-shifted ReLU of a matmul is zero but
+-- for a handful of elements, and five trials on the H200 gave all zeros). Few: under 64
+-- elements and under 1% of the output.
+local NEARLY_CONSTANT = 64
+local function nearly_constant(d)
+  for _, o in ipairs(d.outputs or {}) do
+    local st = not isnull(o.stats) and o.stats or nil
+    local n = st and math.tointeger(st.numel)
+    local others = st and math.tointeger(not isnull(st.others) and st.others or nil)
+    if n and others and n > 1 and others < NEARLY_CONSTANT and others * 100 <= n then
+      local at_max = (tonumber(st.at_max) or 0) >= (tonumber(st.at_min) or 0)
+      return ("output %s sits at one value (its %s, %.6g in the first draw) at all but %d of "
+        .. "its %d elements in one of the import's draws; kevo's own trials may draw none of "
+        .. "those %d, and then a constant kernel passes"):format(o.name,
+        at_max and "maximum" or "minimum",
+        at_max and st.max or st.min, others, n, others)
+    end
+  end
+  return nil
 end
 
 local function product(dims)
@@ -203,6 +244,11 @@ function M.recipe(d, opts)
                 tostring(d.degenerate))
   end
   if not isnull(d.random) then return fail("refused: %s", tostring(d.random)) end
+  local nearly = nearly_constant(d)
+  if nearly then
+    return fail("refused: the reference is nearly constant: %s; any kernel could pass it",
+                nearly)
+  end
   local name = opts.name or tostring(d.problem or "problem"):gsub("%.py$", "")
   name = name:gsub("[^%w_.-]", "_")
   local dim, params, used = size_names(d)
