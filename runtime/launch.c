@@ -419,7 +419,14 @@ static int buffer_list(checker *c, char *out, size_t cap) {
 }
 
 /* One argument at the top of the stack into args. */
-static int check_arg(checker *c, const char *path, cJSON *args) {
+/* The parameter layout: each argument aligned to its own size, as the compiler lays it out
+ * (the worker counts the same way, gpuplan.c). */
+static void param_add(size_t *bytes, size_t size) {
+  *bytes = (*bytes + size - 1) / size * size + size;
+}
+
+/* One argument (at the top of the stack) into args; *bytes grows by its parameter's size. */
+static int check_arg(checker *c, const char *path, cJSON *args, size_t *bytes) {
   lua_State *L = c->L;
   cJSON *a = cJSON_CreateObject();
   cJSON_AddItemToArray(args, a);
@@ -432,9 +439,11 @@ static int check_arg(checker *c, const char *path, cJSON *args) {
       return bad(c, "%s: '%s' names no tensor or scratch buffer (known: %s)", path, name, names);
     }
     cJSON_AddStringToObject(a, "buf", name);
+    param_add(bytes, 8);
     return KEVO_OK;
   }
   if (t == LUA_TNUMBER) {
+    param_add(bytes, 4); /* a plain number is an i32 or an f32 */
     if (lua_isinteger(L, -1)) {
       lua_Integer v = lua_tointeger(L, -1);
       if (v < INT32_MIN || v > INT32_MAX)
@@ -457,6 +466,7 @@ static int check_arg(checker *c, const char *path, cJSON *args) {
       const char *kind = lua_tostring(L, -1);
       lua_rawgeti(L, -2, 2); /* stack: arg kind value */
       int rc = KEVO_OK;
+      param_add(bytes, strcmp(kind, "i32") && strcmp(kind, "u32") && strcmp(kind, "f32") ? 8 : 4);
       if (!strcmp(kind, "buf")) {
         const char *name = lua_tostring(L, -1);
         if (!known_buffer(c, name)) {
@@ -584,13 +594,19 @@ static int check_kernel(checker *c, size_t k, cJSON *kernels) {
     return bad(c, "%s.args: must be a list, like {\"x\", \"y\", i32(N)}", path);
   if (n > LAUNCH_MAX_ARGS) return bad(c, "%s.args: more than %d arguments", path, LAUNCH_MAX_ARGS);
   cJSON *args = cJSON_AddArrayToObject(kj, "args");
+  size_t bytes = 0;
   for (size_t i = 1; i <= n; i++) {
     snprintf(sub, sizeof sub, "%s.args[%zu]", path, i);
     lua_rawgeti(L, -1, (lua_Integer)i);
-    rc = check_arg(c, sub, args);
+    rc = check_arg(c, sub, args, &bytes);
     lua_pop(L, 1);
     if (rc) return rc;
   }
+  if (bytes > KEVO_PROTO_MAX_PARAM_BYTES)
+    return bad(c,
+               "%s.args: %zu arguments take %zu bytes of kernel parameters, more than the %d "
+               "CUDA allows (12.1 and later, Volta and later GPUs)",
+               path, n, bytes, KEVO_PROTO_MAX_PARAM_BYTES);
   lua_pop(L, 1);
   return KEVO_OK;
 }

@@ -20,11 +20,15 @@ enum {
    * driver refuses a recipe with more before it asks (a KernelBench level-3 model passes its
    * parameters and buffers as inputs: MobileNetV2 has 316 tensors, DenseNet201 over 1000) */
   KEVO_PROTO_MAX_TENSORS = 4096,
-  /* launches in one plan, and arguments of one launch: the launch chunk's resolver (launch.c)
-   * and the worker (gpuplan.c) hold plans to the same limits; 512 arguments of 8 bytes fill
-   * the 4 KiB of kernel parameters every CUDA version allows */
+  /* launches in one plan, arguments of one launch and the bytes of kernel parameters they
+   * take (each aligned to its size: a pointer 8, i32 4): the launch chunk's resolver
+   * (launch.c) and the worker (gpuplan.c) hold plans to the same limits. 32764 bytes is what
+   * CUDA 12.1 and later allow on Volta and later GPUs (4 KiB before; the worker says so): a
+   * KernelBench model passes every parameter and buffer, ResNet101 and DenseNet201 600 or more
+   * pointers (4096 tensors of 8 bytes would not fit: the byte count is the limit that bites). */
   KEVO_PROTO_MAX_KERNELS = 64,
-  KEVO_PROTO_MAX_ARGS = 512,
+  KEVO_PROTO_MAX_ARGS = KEVO_PROTO_MAX_TENSORS,
+  KEVO_PROTO_MAX_PARAM_BYTES = 32764,
 };
 #define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
 

@@ -153,6 +153,11 @@ cJSON *kevo_gpu_evaluate(kevo_gpu *g, const cJSON *req, const kevo_blob *blobs, 
   cJSON_Delete(e->bench);
   cJSON_Delete(e->missing);
   free(e);
+  if (s) { /* after a crash no teardown ran: the plans' host arrays still go */
+    wk_plan_release(&s->cand);
+    wk_plan_release(&s->again);
+    wk_plan_release(&s->ref);
+  }
   free(s);
   return res;
 }

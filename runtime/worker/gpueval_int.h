@@ -128,9 +128,11 @@ typedef struct wk_launch {
   char name[WK_NAME];
   unsigned grid[3], block[3], shared;
   int nargs;
-  short tensor_arg[WK_MAX_ARGS]; /* the tensor an arg points to (bound per set), or -1 */
-  wk_arg args[WK_MAX_ARGS];
-  void *argp[WK_MAX_ARGS];
+  /* nargs each, in one allocation (wk_plan_release frees it): a KernelBench model passes
+   * hundreds of tensors, and a plan has up to WK_MAX_KERNELS launches */
+  short *tensor_arg; /* the tensor an arg points to (bound per set), or -1 */
+  wk_arg *args;
+  void **argp;
 } wk_launch;
 
 typedef struct wk_plan {
@@ -273,5 +275,8 @@ void wk_shape_teardown(wk_eval *e, wk_shape *s);
  * only, 2 the same over the candidate modules' twins): scratch buffers, functions,
  * shared-memory opt-in, arguments. */
 int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int cand);
+/* Frees what wk_plan_prepare allocated for p's launches (also after it failed half-way); p
+ * must have started zeroed. wk_shape_teardown releases a shape's plans. */
+void wk_plan_release(wk_plan *p);
 
 #endif

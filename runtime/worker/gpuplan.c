@@ -272,12 +272,47 @@ static wk_buf *find_buf(wk_shape *s, wk_plan *p, const char *name, int ntensors,
   return NULL;
 }
 
+/* The arrays of launch l for n arguments, in one allocation (wk_plan_release frees it). */
+static int args_alloc(wk_launch *l, int n) {
+  size_t each = sizeof *l->args + sizeof *l->argp + sizeof *l->tensor_arg;
+  char *m = calloc(n > 0 ? (size_t)n : 1, each);
+  if (!m) return -1;
+  l->args = (wk_arg *)m;
+  l->argp = (void **)(m + (size_t)n * sizeof *l->args);
+  l->tensor_arg = (short *)(m + (size_t)n * (sizeof *l->args + sizeof *l->argp));
+  return 0;
+}
+
+void wk_plan_release(wk_plan *p) {
+  for (int i = 0; i < WK_MAX_KERNELS; i++) {
+    free(p->k[i].args); /* the one allocation of args_alloc */
+    p->k[i].args = NULL, p->k[i].argp = NULL, p->k[i].tensor_arg = NULL;
+    p->k[i].nargs = 0;
+  }
+}
+
+/* Bytes of kernel parameters a launch may pass here: 32764 with a 12.1+ driver on Volta and
+ * later (the cubin must come from a 12.1+ compiler too: NVRTC here is), else 4096. */
+static int params_cap(const wk_eval *e) {
+  return e->g->driver >= 12010 && e->g->cc_major >= 7 ? KEVO_PROTO_MAX_PARAM_BYTES : 4096;
+}
+
+static int params_too_large(const wk_eval *e, size_t bytes) {
+  return bytes > (size_t)params_cap(e);
+}
+
+/* The parameter layout: each argument aligned to its own size, as the compiler lays it out. */
+static void param_add(size_t *bytes, size_t size) {
+  *bytes = (*bytes + size - 1) / size * size + size;
+}
+
 static int set_arg(const cJSON *a, wk_arg *out, void **p, short *tensor, wk_shape *s, wk_plan *plan,
-                   int nt, const char **why) {
+                   int nt, size_t *bytes, const char **why) {
   const cJSON *v = a->child;
   *tensor = -1;
   if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
   const char *k = v->string;
+  param_add(bytes, !strcmp(k, "i32") || !strcmp(k, "u32") || !strcmp(k, "f32") ? 4 : 8);
   if (!strcmp(k, "buf")) {
     int ti;
     wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt, &ti) : NULL;
@@ -370,16 +405,26 @@ int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int ca
         return cand ? cand_fail(e, r, what) : wk_cuda_fail(e, r, what);
       }
     }
-    if (!cJSON_IsArray(args) || cJSON_GetArraySize(args) > WK_MAX_ARGS)
+    int nargs = cJSON_GetArraySize(args);
+    if (!cJSON_IsArray(args) || nargs > WK_MAX_ARGS)
       return wk_fail(e, bad, "verify", "%s kernel %s: args must be an array of at most %d", who,
                      name, WK_MAX_ARGS);
+    if (args_alloc(l, nargs)) return wk_fail(e, "error", "verify", "out of host memory");
+    size_t bytes = 0;
     cJSON_ArrayForEach(a, args) {
       const char *why = NULL;
       if (set_arg(a, &l->args[l->nargs], &l->argp[l->nargs], &l->tensor_arg[l->nargs], s, p,
-                  e->ntensors, &why))
+                  e->ntensors, &bytes, &why))
         return wk_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
       l->nargs++;
     }
+    if (params_too_large(e, bytes))
+      return wk_fail(e, bad, "verify",
+                     "%s kernel %s: its %d arguments take %zu bytes of kernel parameters; this "
+                     "GPU and driver (%d.%d, compute capability %d.%d) take at most %d (32764 "
+                     "needs CUDA 12.1 and a Volta or later GPU): pass fewer arguments",
+                     who, name, l->nargs, bytes, e->g->driver / 1000, e->g->driver % 1000 / 10,
+                     e->g->cc_major, e->g->cc_minor, params_cap(e));
     p->nk++;
   }
   return 0;
@@ -427,6 +472,9 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
 }
 
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {
+  wk_plan_release(&s->cand);
+  wk_plan_release(&s->again);
+  wk_plan_release(&s->ref);
   for (int k = 0; k < WK_SETS; k++)
     for (int i = 0; i < WK_MAX_TENSORS; i++)
       pool_free(e->g, &s->set[k].t[i]);

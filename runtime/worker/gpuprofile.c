@@ -173,6 +173,8 @@ out:
   cJSON_Delete(man);
   if (fd >= 0) close(fd);
   kevo_frame_free(&f);
+  for (int k = 0; plans && k < MAX_PLANS; k++)
+    wk_plan_release(&plans[k]);
   free(plans);
   free(s);
   free(e);

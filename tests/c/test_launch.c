@@ -1,6 +1,7 @@
 /* Launch chunks: finding the block in CUDA and Triton sources, the chunk's environment,
  * strict checking with the chunk's line in every message, and the sandbox. */
 #include "check.h"
+#include "buf.h"
 #include "launch.h"
 
 #include <cjson/cJSON.h>
@@ -218,7 +219,61 @@ static void test_sandbox(void) {
   CHECK_STR_CONTAINS(out, "\"k256\"");
 }
 
+/* A KernelBench model passes every weight: 1500 tensors in one launch, the parameter bytes
+ * counted as the compiler lays them out (each aligned to its size), 32764 the most CUDA takes. */
+static void test_many_args(void) {
+  enum { NT = 4100 };
+  static char names[NT][16];
+  static const char *ptrs[NT];
+  for (int i = 0; i < NT; i++) {
+    snprintf(names[i], sizeof names[i], "w%d", i);
+    ptrs[i] = names[i];
+  }
+  launch_env e = env_with(&h200);
+  e.buffers = ptrs;
+  e.nbuffers = NT;
+  kevo_buf chunk;
+  kevo_buf_init(&chunk, 1 << 20);
+  /* n pointers (then the sizes), as kevo import's contract writes them */
+  int counts[] = {1500, 4095, 4096, 4092};
+  for (int c = 0; c < 4; c++) {
+    int n = counts[c];
+    kevo_buf_reset(&chunk);
+    kevo_buf_printf(&chunk, "return {kernels = {{name = 'k', grid = {1}, block = {1}, args = {");
+    for (int i = 0; i < n; i++)
+      kevo_buf_printf(&chunk, "'w%d', ", i);
+    /* 32736 + 4, 8 aligned to 32744, 4, 8 aligned to 32760: 32768 (32760 packed) */
+    if (c == 3) kevo_buf_printf(&chunk, "i32(M), 'w0', i32(N), 'w1'");
+    kevo_buf_printf(&chunk, "}}}}");
+    cJSON *plan = NULL;
+    kevo_error err = {0};
+    int rc = launch_resolve(chunk.data, chunk.len, "k.cu", 10, &e, &plan, &err);
+    if (n == 4096) {
+      CHECK(rc == KEVO_E_LAUNCH);
+      CHECK_STR_CONTAINS(err.msg, "4096 arguments take 32768 bytes of kernel parameters, more "
+                                  "than the 32764");
+    } else if (c == 3) {
+      CHECK(rc == KEVO_E_LAUNCH);
+      CHECK_STR_CONTAINS(err.msg, "4096 arguments take 32768 bytes");
+    } else {
+      CHECK(rc == KEVO_OK);
+      cJSON *args =
+          cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(plan, "kernels"), 0), "args");
+      CHECK(cJSON_GetArraySize(args) == n);
+      const char *last =
+          cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(args, n - 1), "buf"));
+      CHECK(last && !strcmp(last, names[n - 1]));
+    }
+    cJSON_Delete(plan);
+  }
+  kevo_buf_free(&chunk);
+  expect_plan("return {kernels = {{name = 'k', grid = {1}, block = {1}, args = {"
+              "i32(1), 'x', 1.5, i64(2), f32(1), u32(3), f64(2)}}}}",
+              "\"args\":[{\"i32\":1},{\"buf\":\"x\"},{\"f32\":1.5}");
+}
+
 int main(void) {
+  test_many_args();
   test_extract();
   test_env();
   test_errors();
