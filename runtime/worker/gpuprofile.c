@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,6 +70,33 @@ static void rm_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* The child's timeline (docs/profile.md "Cost"): when each step ended, on CLOCK_MONOTONIC
+ * (wk_now_ms, the same clock in every process of the host), written into the manifest as
+ * "t": {"step": ms}; the worker turns them into ms since the request came. */
+static void stamp(cJSON *t, const char *step) {
+  cJSON_AddNumberToObject(t, step, wk_now_ms());
+}
+
+/* A flag of the child's environment (inherited through ncu from the worker): 1 when NAME is
+ * set to anything but "0" or "". */
+static int env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0");
+}
+
+/* A standby's warm-up (KEVO_PROFILE_WARMUP): one tiny launch of the worker's own kv_rate, which
+ * the standby's kernel filter profiles, so ncu sets up its profiling of this process (the metric
+ * set's passes, its buffers) before the request comes. Its rows come first in the CSV, a kv_*
+ * name that plans_reply skips. Failures are ignored: the request then pays the set-up. */
+static void standby_warmup(kevo_gpu *g) {
+  CUdeviceptr sink = 0;
+  double flops;
+  if (g->drv.cuMemAlloc(&sink, 256)) return;
+  if (!devk_rate(&g->drv, &g->dk, g->stream, DK_RATE_F32_FMA, 1, 1, sink, &flops))
+    g->drv.cuStreamSynchronize(g->stream);
+  g->drv.cuMemFree(sink);
+}
+
 /* A standby child's wait (docs/profile.md "Cost"): its device is open under ncu; the worker's
  * go is a byte on DIR/go (a FIFO, opened before the device so the worker can write to it). Gives
  * up when the worker is gone or after STANDBY_IDLE_S. Returns 0 on the go, -1 else. */
@@ -99,7 +127,14 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
   wk_shape *s = calloc(1, sizeof *s);
   wk_plan *plans = calloc(MAX_PLANS, sizeof *plans);
   int rc = 1, fd = -1;
+  cJSON *t = cJSON_AddObjectToObject(man, "t");
+  stamp(t, "start");
   int opened = !kevo_gpu_open(ordinal, 0, &g, &gerr); /* 1: no probes to time */
+  stamp(t, "opened");
+  if (opened && standby_for > 0 && env_on("KEVO_PROFILE_WARMUP")) {
+    standby_warmup(g);
+    stamp(t, "warm");
+  }
   if (standby_for > 0) { /* set up: the worker may time kernels now (standby_settle) */
     snprintf(path, sizeof path, "%s/ready", dir);
     int r = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -114,11 +149,13 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
     return 0; /* no request came: no manifest, nothing profiled */
   }
   if (go >= 0) close(go);
+  stamp(t, "go");
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (!e || !s || !plans || fd < 0 || kevo_frame_read(fd, &f, -1, &err)) {
     cJSON_AddStringToObject(man, "error", err.msg[0] ? err.msg : "cannot read the request");
     goto out;
   }
+  stamp(t, "request");
   if (!opened) {
     cJSON_AddStringToObject(man, "error", gerr.msg);
     cJSON_AddBoolToObject(man, "no_gpu", gerr.status == KEVO_E_NOGPU);
@@ -135,11 +172,15 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
     cJSON_AddStringToObject(man, "error", "request: profile.plans must be 1 to 64 plans");
     goto out;
   }
-  if (wk_parse(e, f.blobs, f.nblobs) || wk_shape_setup(e, s, 0, 1) || /* 2 */
-      wk_gen_inputs(e, s, 0, 0) || wk_plan_sync(e, 0, "drawing inputs")) {
+  int failed = wk_parse(e, f.blobs, f.nblobs); /* 2 */
+  if (!failed) stamp(t, "modules");
+  failed = failed || wk_shape_setup(e, s, 0, 1);
+  if (!failed) stamp(t, "allocated");
+  if (failed || wk_gen_inputs(e, s, 0, 0) || wk_plan_sync(e, 0, "drawing inputs")) {
     cJSON_AddStringToObject(man, "error", e->message);
     goto out;
   }
+  stamp(t, "inputs");
   int ok[MAX_PLANS] = {0};
   const cJSON *x;
   int i = 0;
@@ -155,21 +196,30 @@ int kevo_gpu_profile_replay(const char *dir, int ordinal, pid_t standby_for) {
     if (e->crashed) break;
     i++;
   }
+  stamp(t, "prepared");
   cJSON *entry = plans_out->child;
   for (int k = 0; k < n && entry && !e->crashed; k++, entry = entry->next) {
     if (!ok[k]) continue;
     const char *role =
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(pl, k), "role"));
     int cand = !role || strcmp(role, "reference");
+    /* under ncu each launch returns once its kernel's replay passes are done */
+    cJSON_AddNumberToObject(entry, "t0", wk_now_ms());
     if (wk_plan_run(e, &plans[k], cand, &s->set[0]) || wk_plan_sync(e, cand, "running the plan")) {
       plan_error(e, entry);
       continue;
     }
+    cJSON_AddNumberToObject(entry, "t1", wk_now_ms());
     cJSON_AddNumberToObject(entry, "kernels", plans[k].nk);
   }
   rc = 0; /* 4 */
 out:
+  stamp(t, "done");
   manifest_write(dir, man);
+  if (env_on("KEVO_PROFILE_FAST_EXIT")) { /* what ncu waits for is written: no teardown */
+    fflush(NULL);
+    _exit(rc);
+  }
   cJSON_Delete(man);
   if (fd >= 0) close(fd);
   kevo_frame_free(&f);
@@ -279,9 +329,10 @@ static void ncu_argv(ncu_cmd *c, char *ncu, char *self, char *dir, int ordinal, 
     c->argv[n++] = "mangled";
     c->argv[n++] = "--kernel-name";
     c->argv[n++] = c->filter;
-  } else if (!plans) { /* a standby, started before its plans are known: all but the child's */
+  } else if (!plans) { /* a standby, started before its plans are known: all but the child's,
+                        * and kv_rate, its warm-up (standby_warmup) */
     c->argv[n++] = "--kernel-name";
-    c->argv[n++] = "regex:^(?!kv_)";
+    c->argv[n++] = env_on("KEVO_PROFILE_WARMUP") ? "regex:^(?!kv_)|^kv_rate$" : "regex:^(?!kv_)";
   }
   char *child[] = {self, "worker", "--profile-replay", dir, "--device", c->dev, NULL};
   for (int i = 0; child[i]; i++)
@@ -483,6 +534,33 @@ static cJSON *judge(int rc, double deadline, const char *ncu, const char *log, c
   return res;
 }
 
+/* The reply's timeline (docs/profile.md "Cost"): ms since the request came (t0) of the
+ * worker's own steps (already in tl) and of the child's, from the manifest's "t" and each plan's
+ * t0/t1 (CLOCK_MONOTONIC in both processes); a standby's set-up comes out negative. */
+static void timeline_child(cJSON *tl, const cJSON *man, double t0) {
+  const cJSON *x, *t = cJSON_GetObjectItemCaseSensitive(man, "t");
+  cJSON *c = cJSON_AddObjectToObject(tl, "child");
+  cJSON_ArrayForEach(x, t) {
+    if (cJSON_IsNumber(x))
+      cJSON_AddNumberToObject(c, x->string, round((x->valuedouble - t0) * 10) / 10);
+  }
+  cJSON *pl = cJSON_AddArrayToObject(c, "plans");
+  cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(man, "plans")) {
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(x, "t0"),
+                *b = cJSON_GetObjectItemCaseSensitive(x, "t1");
+    if (cJSON_IsNumber(a))
+      cJSON_AddNumberToObject(o, "start", round((a->valuedouble - t0) * 10) / 10);
+    if (cJSON_IsNumber(b))
+      cJSON_AddNumberToObject(o, "end", round((b->valuedouble - t0) * 10) / 10);
+    cJSON_AddItemToArray(pl, o);
+  }
+}
+
+static void tl_stamp(cJSON *tl, const char *step, double t0) {
+  cJSON_AddNumberToObject(tl, step, round((wk_now_ms() - t0) * 10) / 10);
+}
+
 /* The last n bytes of text (a whole line first), for a failure's detail. */
 static const char *tail_of(const char *text, size_t n) {
   if (!text) return "";
@@ -522,7 +600,7 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   if (!pid && !mkdtemp(dir))
     return fail_reply("E_IO", "failed", "cannot make a folder: %s", strerror(errno));
 
-  cJSON *res = NULL, *man = NULL, *kernels = NULL;
+  cJSON *res = NULL, *man = NULL, *kernels = NULL, *tl = cJSON_CreateObject();
   char *log = NULL, *out = NULL;
   char path[4200], outp[4200];
   snprintf(path, sizeof path, "%s/request", dir);
@@ -537,6 +615,7 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   }
   close(fd);
   fd = -1;
+  tl_stamp(tl, "written", t0);
   ncu_cmd cmd;
   ncu_argv(&cmd, ncu, self, dir, ordinal, 0, pl);
   if (pid && standby_go(dir, pid, t0, deadline)) { /* the standby died: run one of our own */
@@ -544,8 +623,12 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
     waitpid(pid, NULL, 0);
     pid = 0;
   }
+  cJSON_AddNumberToObject(tl, "at", t0); /* CLOCK_MONOTONIC ms, to line up other clocks */
+  cJSON_AddBoolToObject(tl, "standby", pid > 0);
   if (!pid) pid = spawn_group(cmd.argv, outp, 0);
+  tl_stamp(tl, "go", t0);
   int rc = pid > 0 ? wait_group(pid, t0, deadline) : -1;
+  tl_stamp(tl, "ncu_exit", t0);
   log = slurp(cmd.csv);
   out = slurp(outp);
   char mpath[4200];
@@ -554,6 +637,8 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   man = mtext ? cJSON_Parse(mtext) : NULL;
   free(mtext);
   res = judge(rc, deadline, ncu, log, out, man, &kernels);
+  tl_stamp(tl, "parsed", t0);
+  if (man) timeline_child(tl, man, t0);
   if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "ok"))) {
     cJSON_AddItemToObject(res, "plans", plans_reply(req, man, kernels));
     if (getenv("KEVO_PROFILE_KEEP_CSV")) cJSON_AddStringToObject(res, "csv", log ? log : "");
@@ -564,7 +649,10 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
     cJSON_AddStringToObject(res, "detail", detail);
   }
   cJSON_AddNumberToObject(res, "ms", (double)(long)(wk_now_ms() - t0));
+  cJSON_AddItemToObject(res, "timeline", tl);
+  tl = NULL;
 done:
+  cJSON_Delete(tl);
   if (fd >= 0) close(fd);
   cJSON_Delete(copy);
   cJSON_Delete(man);

@@ -60,7 +60,14 @@ r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "ERR_NVGPUCTRPERM - The user do
              "permission to access NVIDIA GPU Performance Counters on the target device 0."})
 check(not r["ok"] and r["reason"] == "permission", "no permission: " + r["error"])
 r = profile({"KEVO_NCU": fake, "FAKE_NCU_CSV": csv, "FAKE_NCU_MANIFEST": json.dumps(
-    {"plans": [{"kernels": 1}, {"kernels": 1}, {"error": "the cubin has no kernel named 'c'"}]})})
+    {"t": {"go": 1e9}, "plans": [{"kernels": 1, "t0": 1e9, "t1": 1e9 + 5}, {"kernels": 1},
+                                 {"error": "the cubin has no kernel named 'c'"}]})})
+tl = r.get("timeline") or {}
+check(all(isinstance(tl.get(k), (int, float)) for k in ("written", "go", "ncu_exit", "parsed"))
+      and tl["written"] <= tl["go"] <= tl["ncu_exit"] <= tl["parsed"] and
+      tl.get("standby") is False and "go" in tl.get("child", {}) and
+      tl["child"]["plans"][0]["end"] - tl["child"]["plans"][0]["start"] == 5,
+      "the reply's timeline: %r" % tl)
 check(r["ok"] and r["tool"] == "ncu" and len(r["plans"]) == 3, "a recorded CSV is read back")
 if r["ok"]:
     a, b, c = r["plans"]
