@@ -41,6 +41,36 @@ static const struct {
 };
 enum { NSTALLS = sizeof stall_names / sizeof stall_names[0] };
 
+/* The pipes besides the tensor cores' (ncu's Compute Workload Analysis), each measured by its
+ * cycles active where the counter exists and by its instructions against the pipe's peak issue
+ * rate; the larger of the two is the pipe's load. What each pipe runs and what lightens it. */
+static const struct {
+  const char *name, *cycles, *inst, *runs, *advice;
+} pipe_names[] = {
+    {"fma", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+     "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
+     "FP32 multiply, add and fused multiply-add",
+     "fewer FP32 instructions per result (hoist loop-invariant math, fold constants), or the "
+     "matrix math on the tensor cores"},
+    {"alu", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+     "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
+     "integer and logic operations, comparisons, min/max",
+     "less index arithmetic and fewer comparisons per element (hoist address math out of "
+     "loops, unroll, 32-bit indices)"},
+    {"fp64", "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+     "sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active", "FP64 arithmetic",
+     "FP32 where the tolerance allows (FP64 runs at a fraction of FP32's rate)"},
+    {"xu", NULL, "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+     "transcendentals (exp, log, sin, rsqrt) and conversions",
+     "fewer special-function calls and conversions per element (reuse results, exp2 with a "
+     "pre-scaled argument)"},
+    {"lsu", NULL, "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+     "load and store instructions (global, shared, local)",
+     "more bytes per memory instruction (8- or 16-byte vector loads) and fewer shared-memory "
+     "accesses"},
+};
+enum { NPIPES = sizeof pipe_names / sizeof pipe_names[0] };
+
 static double metric(const cJSON *k, const char *name) {
   const cJSON *v =
       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k, "metrics"), name);
@@ -95,6 +125,7 @@ cJSON *eval_profile_summary(const cJSON *kernels) {
     BR,
     TPI,
     TENSOR,
+    ISSUE,
     NACC
   };
   static const char *const names[NACC] = {
@@ -116,8 +147,9 @@ cJSON *eval_profile_summary(const cJSON *kernels) {
       "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.pct",
       "smsp__sass_average_branch_targets_threads_uniform.pct",
       "smsp__average_thread_inst_executed_per_inst_executed.ratio",
-      "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"};
-  acc a[NACC] = {{0}}, stall[NSTALLS] = {{0}};
+      "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+      "sm__issue_active.avg.pct_of_peak_sustained_active"};
+  acc a[NACC] = {{0}}, stall[NSTALLS] = {{0}}, pipe[NPIPES][2] = {{{0}}};
   const cJSON *k, *longest = NULL;
   double longest_t = -1, dram_all = NAN;
   int n = 0;
@@ -130,6 +162,10 @@ cJSON *eval_profile_summary(const cJSON *kernels) {
       char name[128];
       snprintf(name, sizeof name, M_STALL "%s" M_STALL_END, stall_names[i].reason);
       acc_add(&stall[i], metric(k, name), w);
+    }
+    for (int i = 0; i < NPIPES; i++) {
+      if (pipe_names[i].cycles) acc_add(&pipe[i][0], metric(k, pipe_names[i].cycles), w);
+      acc_add(&pipe[i][1], metric(k, pipe_names[i].inst), w);
     }
     double all = metric(k, "dram__bytes.sum"); /* the probe's older set */
     if (!isnan(all)) dram_all = (isnan(dram_all) ? 0 : dram_all) + all;
@@ -218,6 +254,24 @@ cJSON *eval_profile_summary(const cJSON *kernels) {
   put(s, "branch_uniform_pct", acc_avg(&a[BR]), 0.1);
   put(s, "threads_per_inst", acc_avg(&a[TPI]), 0.01);
   put(s, "tensor_pct", acc_avg(&a[TENSOR]), 0.1);
+  put(s, "issue_pct", acc_avg(&a[ISSUE]), 0.1);
+  /* each pipe's load (the larger of its two measures), and the busiest one */
+  cJSON *pipes = NULL;
+  int busiest = -1, by_cycles = 0;
+  double top = -1;
+  for (int i = 0; i < NPIPES; i++) {
+    double c = acc_avg(&pipe[i][0]), in = acc_avg(&pipe[i][1]);
+    double v = isnan(c) ? in : isnan(in) ? c : fmax(c, in);
+    if (isnan(v)) continue;
+    if (!pipes) pipes = cJSON_AddObjectToObject(s, "pipes");
+    put(pipes, pipe_names[i].name, v, 0.1);
+    if (v > top) top = v, busiest = i, by_cycles = !isnan(c) && c >= v;
+  }
+  if (busiest >= 0) {
+    cJSON_AddStringToObject(s, "pipe", pipe_names[busiest].name);
+    put(s, "pipe_pct", top, 0.1);
+    cJSON_AddStringToObject(s, "pipe_measure", by_cycles ? "cycles" : "instructions");
+  }
   return s;
 }
 
@@ -265,6 +319,7 @@ static const struct {
 } explains[] = {
     {"tensor_busy", "compute_bound"},    /* the tensor pipe is what the SMs are busy with */
     {"tensor_idle", "compute_bound"},    /* the math runs on the slower pipes */
+    {"pipe_busy", "compute_bound"},      /* which other pipe the SMs are busy with */
     {"bank_conflicts", "compute_bound"}, /* replays fill the shared-memory pipe */
     {"divergence", "compute_bound"},     /* idle lanes cost instructions */
     {"uncoalesced", "dram_peak"},        /* most of the bytes moved are not used */
@@ -377,6 +432,25 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
     else
       finding(list, "tensor_busy", 30 + tensor / 4, "tensor cores busy %.0f%% of cycles", tensor);
   }
+  /* the busiest other pipe, where it (not the tensor pipe) is what the SMs are busy with */
+  double pipe = num(s, "pipe_pct");
+  const char *pname = eval_jstr(s, "pipe");
+  if (compute_bound && !isnan(pipe) && pipe >= 50 && (isnan(tensor) || pipe > tensor)) {
+    int at = 0;
+    while (at < NPIPES - 1 && strcmp(pipe_names[at].name, pname))
+      at++;
+    char upper[8];
+    size_t u = 0;
+    for (; pname[u] && u + 1 < sizeof upper; u++)
+      upper[u] = (char)(pname[u] >= 'a' && pname[u] <= 'z' ? pname[u] - 32 : pname[u]);
+    upper[u] = '\0';
+    finding(list, "pipe_busy", 50 + pipe / 10,
+            "compute-bound on the %s pipe (%s): busy %.0f%% of %s, the SMs at %.0f%% of peak: "
+            "%s",
+            upper, pipe_names[at].runs, pipe,
+            strcmp(eval_jstr(s, "pipe_measure"), "cycles") ? "its peak instruction rate" : "cycles",
+            sm, pipe_names[at].advice);
+  }
   if (!isnan(waves) && waves > 0 && waves < 1 && (isnan(dram) || dram < 60))
     finding(list, "small_grid", 45,
             "the grid fills only %.2f waves of the GPU (%.0f blocks): launch more blocks (smaller "
@@ -486,6 +560,9 @@ static void figures(kevo_buf *b, const cJSON *s) {
     kevo_buf_printf(b, f[i].fmt, v);
     first = 0;
   }
+  if (*eval_jstr(s, "pipe") && !isnan(num(s, "pipe_pct")))
+    kevo_buf_printf(b, "%s busiest pipe %s %.0f%%", first ? "" : ",", eval_jstr(s, "pipe"),
+                    num(s, "pipe_pct"));
 }
 
 void eval_profile_feedback(kevo_buf *b, const cJSON *p) {
@@ -563,8 +640,12 @@ void eval_profile_table(kevo_buf *b, const cJSON *p, const cJSON *parent) {
   row(b, "threads per instruction", "threads_per_inst", "%.1f", 1, cols, ncols);
   row(b, "uniform branches (%)", "branch_uniform_pct", "%.1f", 1, cols, ncols);
   row(b, "tensor cores (% cycles)", "tensor_pct", "%.1f", 1, cols, ncols);
+  row(b, "issue slots busy (%)", "issue_pct", "%.1f", 1, cols, ncols);
+  row(b, "busiest other pipe (%)", "pipe_pct", "%.1f", 1, cols, ncols);
   const char *lim = eval_jstr(cols[0], "limiter");
   if (*lim) kevo_buf_printf(b, "  occupancy limiter: %s\n", lim);
+  if (*eval_jstr(cols[0], "pipe"))
+    kevo_buf_printf(b, "  busiest other pipe: %s\n", eval_jstr(cols[0], "pipe"));
   const cJSON *x;
   int i = 1;
   cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(cols[0], "stalls")) {

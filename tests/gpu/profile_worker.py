@@ -1,7 +1,7 @@
 """The worker's profile op on kernels whose bottleneck is known (tests/gpu/profile_kernels).
 
 usage: profile_worker.py KEVO CUBIN OUTDIR [--standby]
-Sends one batch (the reference copy and the five known kernels), then a single plan and a batch
+Sends one batch (the reference copy and the six known kernels), then a single plan and a batch
 of eight copies (for the time per candidate), then a request with no ncu (must say why); with
 --standby, also the single plan and the eight again to one worker with a standby (ncu started
 ahead: the profile_standby op, docs/profile.md "Cost"), timing the requests only. Writes
@@ -39,6 +39,8 @@ def plans_known():
                                           [B("x"), B("y"), {"i64": N}])),
         ("tensor", "candidate", plan(0, "tensor_mma", [132 * 8], [128],
                                      [B("h"), B("y"), {"i32": 4096}])),
+        ("fma", "candidate", plan(0, "fma_chains", [SMALL // 256], [256],
+                                  [B("x"), B("y"), {"i64": SMALL}, {"i32": 2048}])),
     ]
 
 

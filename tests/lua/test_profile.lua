@@ -92,6 +92,10 @@ do
     "dram__throughput.avg.pct_of_peak_sustained_elapsed"
   local TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
   local LDE = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"
+  local PCT = ".avg.pct_of_peak_sustained_active"
+  local FMA_C, FMA_I = "sm__pipe_fma_cycles_active" .. PCT, "sm__inst_executed_pipe_fma" .. PCT
+  local ALU_I, XU_I = "sm__inst_executed_pipe_alu" .. PCT, "sm__inst_executed_pipe_xu" .. PCT
+  local ISSUE = "sm__issue_active" .. PCT
   local reply = json.encode{ok = true, tool = "ncu", ms = 900, plans = {
     -- the tensor-core chain of tests/gpu/profile_kernels/known.cu: half a wave, SMs at 95%
     plan("tensor", {[SM] = 95, [DRAM] = 2, [TENSOR] = 48, ["launch__grid_size"] = 1056,
@@ -102,6 +106,12 @@ do
                       ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 8e6,
                       ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 1e6}),
     plan("busy_not_bound", {[SM] = 40, [DRAM] = 85, [TENSOR] = 35}),
+    -- the other pipes: the busiest one names the limit of a compute-bound kernel
+    plan("fma_pipe", {[SM] = 90, [DRAM] = 5, [TENSOR] = 0, [FMA_C] = 87, [FMA_I] = 80,
+                      [ALU_I] = 12, [ISSUE] = 91}),
+    plan("xu_pipe", {[SM] = 80, [DRAM] = 3, [TENSOR] = 0, [FMA_C] = 20, [XU_I] = 75}),
+    plan("tensor_over_alu", {[SM] = 85, [DRAM] = 4, [TENSOR] = 70, [ALU_I] = 60}),
+    plan("pipe_not_bound", {[SM] = 40, [DRAM] = 85, [FMA_C] = 55}),
   }}
   local function kinds(label, bound)
     local p = evaluator.read_profile(reply, label, bound)
@@ -129,6 +139,28 @@ do
     assert(d.score == math.floor(d.score), "scores are whole numbers once ranked")
     if d.kind == "tensor_busy" then assert(d.text == "tensor cores busy 35% of cycles", d.text) end
   end
+  -- per pipe: the FMA-bound kernel leads with its pipe, above idle tensor cores and the bound
+  k, p = kinds("fma_pipe", "compute")
+  assert(k[1] == "pipe_busy" and k[2] == "tensor_idle" and k[3] == "compute_bound",
+    table.concat(k, ","))
+  assert(p.diagnosis[1].text:find("compute-bound on the FMA pipe (FP32 multiply, add and fused " ..
+    "multiply-add): busy 87% of cycles, the SMs at 90% of peak: ", 1, true) == 1,
+    p.diagnosis[1].text)
+  assert(p.candidate.pipe == "fma" and p.candidate.pipe_pct == 87 and p.candidate.pipes.alu == 12
+    and p.candidate.issue_pct == 91, "the summary's pipes")
+  assert(p.feedback:find("busiest pipe fma 87%", 1, true), p.feedback)
+  k = kinds("fma_pipe", "memory")
+  assert(k[1] == "pipe_busy" and k[2] == "compute_bound", table.concat(k, ","))
+  k, p = kinds("xu_pipe", "memory") -- XU has no cycles counter: its instruction rate
+  assert(k[1] == "pipe_busy" and p.diagnosis[1].text:find("on the XU pipe (transcendentals " ..
+    "(exp, log, sin, rsqrt) and conversions): busy 75% of its peak instruction rate", 1, true),
+    p.diagnosis[1].text)
+  k = kinds("tensor_over_alu", "compute") -- the tensor pipe is busier: it names the limit
+  assert(k[1] == "tensor_busy", table.concat(k, ","))
+  for _, kind in ipairs(k) do assert(kind ~= "pipe_busy", table.concat(k, ",")) end
+  k = kinds("pipe_not_bound", "memory")
+  assert(k[1] == "dram_peak", table.concat(k, ","))
+  for _, kind in ipairs(k) do assert(kind ~= "pipe_busy", table.concat(k, ",")) end
 end
 
 -- the recorded H200 metric sets: every known kernel's bottleneck named

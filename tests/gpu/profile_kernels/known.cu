@@ -59,3 +59,19 @@ extern "C" __global__ void tensor_mma(const __half *h, float *y, int iters) {
   int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   wmma::store_matrix_sync(y + (long)(warp % 4096) * 256, c, 16, wmma::mem_row_major);
 }
+
+// Compute-bound on the FMA pipe: eight independent chains of FP32 fused multiply-adds per thread
+// (no memory traffic in the loop); the values converge to 1, so no overflow or denormals.
+extern "C" __global__ void fma_chains(const float *x, float *y, long n, int iters) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  float v = x[i % n], a[8];
+#pragma unroll
+  for (int k = 0; k < 8; k++) a[k] = v + k;
+  for (int it = 0; it < iters; it++)
+#pragma unroll
+    for (int k = 0; k < 8; k++) a[k] = fmaf(a[k], 0.999f, 0.001f);
+  float s = 0.f;
+#pragma unroll
+  for (int k = 0; k < 8; k++) s += a[k];
+  if (i < n) y[i] = s;
+}
