@@ -587,7 +587,8 @@ static int compile_failed(evaluator *ev, cJSON *res, const eval_candidate *cand,
 }
 
 /* The result's "warnings": what the compiled code does that the timing must not trust blindly
- * (compile.warnings), and a reference slowed between the candidate's repetitions. */
+ * (compile.warnings), a reference slowed between the candidate's repetitions, and a timing
+ * loop that had one input set to rotate over (a problem too large for five sets). */
 static void add_warnings(cJSON *res) {
   cJSON *w = cJSON_CreateArray(), *it;
   cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetObjectItem(res, "compile"), "warnings")) {
@@ -598,6 +599,9 @@ static void add_warnings(cJSON *res) {
   const char *drift =
       cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "bench"), "ref_drift"));
   if (drift) cJSON_AddItemToArray(w, cJSON_CreateString(drift));
+  const char *sets = cJSON_GetStringValue(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(res, "bench"), "input_sets_note"));
+  if (sets) cJSON_AddItemToArray(w, cJSON_CreateString(sets));
   cJSON_AddItemToObject(res, "warnings", w);
 }
 

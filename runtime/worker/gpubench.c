@@ -315,6 +315,7 @@ static int bench_report(wk_eval *e, const bench_state *b, const bench_samples *m
   add(bo, "rse", sc.rse, 1e6);
   cJSON_AddNumberToObject(bo, "reps", m->n);
   cJSON_AddNumberToObject(bo, "input_sets", b->nrot);
+  if (e->sets_note[0]) cJSON_AddStringToObject(bo, "input_sets_note", e->sets_note);
   if (m->race_ms > 0) {
     cJSON_AddBoolToObject(bo, "raced", m->raced);
     add(bo, "race_ms", m->race_ms, 1e6);

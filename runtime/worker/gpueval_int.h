@@ -213,8 +213,9 @@ typedef struct wk_eval {
   wk_worst worst;
   uint32_t worst_key; /* its error / tolerance ratio, as float bits */
   double verify_ms;
-  cJSON *bench;   /* the result's bench object once timed */
-  cJSON *missing; /* external reference outputs not cached: [{shape, label, trial}] */
+  cJSON *bench;        /* the result's bench object once timed */
+  cJSON *missing;      /* external reference outputs not cached: [{shape, label, trial}] */
+  char sets_note[256]; /* why the benchmark shape has fewer input sets to time on, or "" */
 } wk_eval;
 
 /* Records the verdict (first one wins) and a one-line message; returns -1. */
@@ -270,6 +271,11 @@ void wk_unload(wk_eval *e);
 /* Allocates shape `index`'s tensors (nsets buffer sets: WK_SETS for the benchmark shape, else
  * the sets verification needs) and resolves both its plans. */
 int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets);
+/* The buffer sets the benchmark shape `index` gets for timing: WK_SETS when they fit in the
+ * device memory free now (the pool's included, 1 GiB kept aside), else the three verification
+ * needs (sets 0, 3 and 4: the timing loop then has one verified input set), with the figures
+ * in e->sets_note. A problem of any size that fits three times is judged and timed. */
+int wk_bench_sets(wk_eval *e, int index);
 void wk_shape_teardown(wk_eval *e, wk_shape *s);
 /* Resolves one plan of shape s (cand: 0 the reference's, 1 a candidate's from candidate modules
  * only, 2 the same over the candidate modules' twins): scratch buffers, functions,

@@ -471,6 +471,26 @@ int wk_shape_setup(wk_eval *e, wk_shape *s, int index, int nsets) {
   return wk_plan_prepare(e, s, field(spec, "candidate"), &s->again, 2);
 }
 
+int wk_bench_sets(wk_eval *e, int index) {
+  const cJSON *numel = field(cJSON_GetArrayItem(field(e->req, "shapes"), index), "numel");
+  size_t one = 0; /* one set's bytes, as wk_shape_setup allocates them */
+  for (int i = 0; i < e->ntensors; i++) {
+    const cJSON *n = field(numel, e->tensors[i].name);
+    if (cJSON_IsNumber(n) && n->valuedouble >= 0 && n->valuedouble <= 1e13)
+      one += round_grain((size_t)n->valuedouble * wk_dtype_size(e->tensors[i].dt) + 256);
+  }
+  size_t free_b = 0, total_b = 0;
+  if (DRV->cuMemGetInfo(&free_b, &total_b) != CUDA_SUCCESS) return WK_SETS;
+  free_b += e->g->pool_bytes;
+  size_t spare = (size_t)1 << 30;
+  if (free_b >= spare && (size_t)WK_SETS * one <= free_b - spare) return WK_SETS;
+  snprintf(e->sets_note, sizeof e->sets_note,
+           "timed on one verified input set: %d sets of %.3g GiB do not fit in the %.3g GiB "
+           "free on the GPU",
+           WK_SETS, (double)one / (1 << 30), (double)free_b / (1 << 30));
+  return WK_SET_AGAIN;
+}
+
 void wk_shape_teardown(wk_eval *e, wk_shape *s) {
   wk_plan_release(&s->cand);
   wk_plan_release(&s->again);
