@@ -508,9 +508,11 @@ def release(torch):
 
 
 def describe(path):
-    """The description `kevo import` turns into a recipe. Peak GPU memory stays near twice the
-    problem's own footprint (inputs, weights and outputs once); a problem whose footprint does
-    not fit is refused with it (ProblemError)."""
+    """The description `kevo import` turns into a recipe. The problem's footprint is the peak
+    of one reference forward, which the problem cannot avoid: its inputs and weights plus what
+    the forward adds above them (its outputs and intermediates; at least the outputs), and the
+    import's peak GPU memory stays within twice that (within 4 GiB for small problems). A
+    problem whose judging cannot fit the GPU is refused with its footprint (ProblemError)."""
     torch = setup_torch()
     try:
         return describe_within(torch, path)
@@ -520,6 +522,23 @@ def describe(path):
                            "free): %s" % (free / 2**30, total / 2**30, str(e).splitlines()[0]))
 
 
+TRIALS = 5  # verify's trials for an imported problem (the worker's minimum, one shape)
+GRAIN = 2 << 20  # the worker rounds every allocation up to this
+
+
+def judge_bytes(ins, weights, outs, fwd_extra, ntensors):
+    """GPU bytes judging and timing a problem takes at its peak, both processes together.
+    Evaluating: the worker's three buffer sets of every input (weights included) and output
+    (sets 0, 3 and 4 of docs/worker.md; the five sets the timing loop rotates over are taken
+    only when they fit: wk_bench_sets), the bridge's model weights and the reference's outputs
+    of every trial, kept for the worker. Supplying a trial's reference before that: the
+    worker's one set of inputs, the bridge's outputs of the earlier trials, and the forward's
+    own peak (or its outputs twice while they are copied into the kept allocation)."""
+    evaluating = 3 * (ins + outs + ntensors * GRAIN) + TRIALS * outs + weights
+    supplying = ins + (TRIALS - 1) * outs + weights + max(fwd_extra, 2 * outs)
+    return max(evaluating, supplying)
+
+
 def describe_within(torch, path):
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -527,7 +546,8 @@ def describe_within(torch, path):
     prob = Problem(torch, path)
     t0 = time.time()
     # what the forward adds above its inputs and weights (its outputs and intermediates),
-    # measured: the float64 pass is sized from it. The peak so far is kept (the import's).
+    # measured: the footprint and the float64 pass are sized from it. The peak so far is kept
+    # (the import's).
     before, peak_so_far = gpu_bytes(torch), 0
     if torch.cuda.is_available():
         peak_so_far = torch.cuda.max_memory_allocated()
@@ -537,22 +557,25 @@ def describe_within(torch, path):
     if prob.device.type == "cuda":
         torch.cuda.synchronize()
         fwd_extra = max(0, torch.cuda.max_memory_allocated() - before)
-    footprint = nbytes(t for _, _, t in prob.tensor_inputs()) + \
-        nbytes(t for _, _, t in prob.weights) + nbytes(outs)
+    ins = nbytes(t for _, _, t in prob.tensor_inputs())
+    weights = nbytes(t for _, _, t in prob.weights)
+    io_bytes = ins + weights + nbytes(outs)
+    footprint = ins + weights + max(fwd_extra, nbytes(outs))
     if prob.device.type == "cuda":
-        # judging takes five sets of every input and output in the worker and the reference's
-        # outputs of every trial in the bridge: refuse what cannot fit, with the figures
-        ins = nbytes(t for _, _, t in prob.tensor_inputs()) + nbytes(t for _, _, t in prob.weights)
-        judge = 5 * (ins + nbytes(outs)) + 5 * nbytes(outs) + ins
+        # refuse what cannot be judged on this GPU, with the figures
+        ntensors = len(prob.tensor_inputs()) + len(prob.weights) + len(outs)
+        judge = judge_bytes(ins + weights, weights, nbytes(outs), fwd_extra, ntensors)
         total = torch.cuda.mem_get_info()[1]
         if judge > 0.9 * total:
-            raise ProblemError("the problem's footprint is %.3g GiB (inputs and weights %.3g GiB, "
-                               "outputs %.3g GiB); judging and timing it takes about %.3g GiB "
-                               "(five sets of every tensor in the worker, the reference's outputs "
-                               "of five trials in the bridge), more than the %.3g GiB kevo may "
+            raise ProblemError("the problem's footprint is %.3g GiB (inputs and weights %.3g "
+                               "GiB, outputs %.3g GiB, its forward's peak above its inputs "
+                               "%.3g GiB); judging it takes about %.3g GiB (three sets of every "
+                               "tensor in the worker, the reference's outputs of %d trials and "
+                               "its weights in the bridge), more than the %.3g GiB kevo may "
                                "use of this GPU's %.3g GiB (90%%)"
-                               % (footprint / 2**30, ins / 2**30, nbytes(outs) / 2**30,
-                                  judge / 2**30, 0.9 * total / 2**30, total / 2**30))
+                               % (footprint / 2**30, (ins + weights) / 2**30,
+                                  nbytes(outs) / 2**30, fwd_extra / 2**30, judge / 2**30,
+                                  TRIALS, 0.9 * total / 2**30, total / 2**30))
     d = {"kevo_description": 1, "problem": os.path.basename(path),
          "torch": torch.__version__, "device": str(prob.device),
          "device_name": torch.cuda.get_device_name() if prob.device.type == "cuda" else "cpu"}
@@ -570,7 +593,7 @@ def describe_within(torch, path):
                     for i, o in enumerate(outs)]
     d["random"], spread = randomness(torch, prob, outs)
     d["nondeterminism"] = spread if math.isfinite(spread) else None
-    d["cost"] = {"bytes": footprint, "flops": count_flops(torch, prob)}
+    d["cost"] = {"bytes": io_bytes, "flops": count_flops(torch, prob)}
     release(torch)
     # the float64 pass may take the peak to twice the footprint (4 GiB for small problems,
     # where memory is no concern and a subsample would only make the figure rougher)
@@ -581,6 +604,7 @@ def describe_within(torch, path):
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
     d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]])
     d["footprint_bytes"] = footprint
+    d["io_bytes"] = io_bytes
     d["forward_extra_bytes"] = fwd_extra
     if torch.cuda.is_available():
         d["peak_gpu_bytes"] = max(peak_so_far, torch.cuda.max_memory_allocated()) - base

@@ -515,10 +515,15 @@ function M.main(argv, host)
   local peak = tonumber(not isnull(d.peak_gpu_bytes) and d.peak_gpu_bytes or nil)
   local foot = tonumber(not isnull(d.footprint_bytes) and d.footprint_bytes or nil)
   local fwd = tonumber(not isnull(d.forward_extra_bytes) and d.forward_extra_bytes or nil)
+  local iob = tonumber(not isnull(d.io_bytes) and d.io_bytes or nil)
+  -- the footprint is the peak of one reference forward (docs/kbench.md "The bridge")
   io.stdout:write(("imported %s -> %s\n%s%s%s"):format(o.file, yaml_path,
     r.tolerance_note and (r.tolerance_note .. "\n") or "",
-    peak and foot and ("import peak GPU memory %.3g GiB for a problem of %.3g GiB%s\n"):format(
-      peak / 2 ^ 30, foot / 2 ^ 30, fwd and fwd > 0 and
+    peak and foot and ("import peak GPU memory %.3g GiB for a problem of %.3g GiB%s%s\n"):format(
+      peak / 2 ^ 30, foot / 2 ^ 30,
+      iob and (" (the peak of one reference forward; inputs, weights and outputs %.3g GiB)")
+        :format(iob / 2 ^ 30) or "",
+      fwd and fwd > 0 and
       (" (its f32 forward adds %.3g GiB above its inputs)"):format(fwd / 2 ^ 30) or "")
     or "", r.contract))
   return 0

@@ -148,6 +148,22 @@ timport random "$tmp/random.json"; rc=$?
 [ $rc -eq 2 ] && grep -q "refused: the reference is random.*nn.Dropout, p=0.5" "$tmp/random.out" \
   && ok "random reference refused" || bad "random: exit $rc $(cat "$tmp/random.out")"
 
+# the footprint is the peak of one reference forward, and import prints it beside the import's
+# peak in the words bench/kb_sweep.py reads
+desc "$tmp/foot.json" 'd.update(peak_gpu_bytes=15 << 30, footprint_bytes=12 << 30, io_bytes=6 << 30, forward_extra_bytes=9 << 30)'
+timport foot "$tmp/foot.json" && grep -q "^import peak GPU memory 15 GiB for a problem of 12 GiB (the peak of one reference forward; inputs, weights and outputs 6 GiB) (its f32 forward adds 9 GiB above its inputs)" "$tmp/foot.out" \
+  && ok "footprint: the forward's peak, printed as the sweep reads it" || bad "footprint line: $(grep peak "$tmp/foot.out")"
+# judging memory (python/kb_bridge.py judge_bytes, no torch needed): level1/38_L1Norm_ (8 GiB in,
+# 8 GiB out, its forward adds 16 GiB) takes three sets in the worker and five outputs in the
+# bridge, 88 GiB: it fits the H200's 141 GiB (90%: 127), where five sets of everything did not;
+# three times as large does not
+got=$(cd "$src/python" && PYTHONDONTWRITEBYTECODE=1 python3 -c '
+import kb_bridge as b
+G = 1 << 30
+print("%.4g %.4g" % (b.judge_bytes(8 * G, 0, 8 * G, 16 * G, 2) / G,
+                     b.judge_bytes(24 * G, 0, 24 * G, 48 * G, 2) / G))')
+[ "$got" = "88.01 264" ] && ok "judging memory: L1Norm 88 GiB, three times that 264 GiB" || bad "judge_bytes: $got"
+
 # without torch the bridge says so, naming the variable to set (python3 here has none; on a
 # machine with torch, skip); KEVO_PYTHON is the variable, KEVO_TORCH_PYTHON its older name
 if ! python3 -c "import torch" 2>/dev/null; then
