@@ -49,6 +49,9 @@ cat >"$t/ncuwrap" <<EOF
 #!/usr/bin/env bash
 n=\$(ls "$t/cap" | wc -l); n=\$((n + 1)); d="$t/cap/\$n"; mkdir -p "\$d"
 printf '%s\n' "\$@" >"\$d/args"
+prev=; for a in "\$@"; do
+  [ "\$prev" = --profile-replay ] && cp "\$a/request" "\$d/" 2>/dev/null; prev=\$a
+done
 log=; prev=; for a in "\$@"; do [ "\$prev" = --log-file ] && log=\$a; prev=\$a; done
 python3 "$t/tail.py" "\$log" "\$d/stamped" "\$d/ended" & tp=\$!
 "$ncu_bin" "\$@"; rc=\$?
@@ -81,10 +84,37 @@ pipes+=",sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active"
 pipes+=",sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
 pipes+=",sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"
 pipes+=",sm__issue_active.avg.pct_of_peak_sustained_active"
-KEVO_NCU="$t/ncuwrap" BUDGET_S=$((${BUDGET_S:-80} - (SECONDS - T0))) PYTHONUNBUFFERED=1 \
-  timeout $((${BUDGET_S:-80} + 5 - (SECONDS - T0))) \
+B=${BUDGET_S:-80}
+KEVO_NCU="$t/ncuwrap" BUDGET_S=$((B - 12 - (SECONDS - T0))) PYTHONUNBUFFERED=1 \
+  timeout $((B - 7 - (SECONDS - T0))) \
   python3 bench/profile_timeline.py "$KEVO" "$t/known.cubin" "$t/cap" "$OUT" "$metrics" "$pipes"
 echo "profile_timeline.py: exit $?"
+
+echo "== 3. ncu's passes per group of the metric set (ncu by hand over the first request)"
+kbin="$(dirname "$KEVO")/kevo"
+[ -x "$kbin" ] || kbin="$KEVO"
+export LD_LIBRARY_PATH="$(dirname "$KEVO")/../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+all=$(echo "$metrics,$pipes" | tr ',' '\n')
+group() { # NAME METRICS: ncu's passes and wall time for that set alone over the copy kernel
+  [ $((SECONDS - T0)) -lt $((B - 3)) ] || { echo "$1: skipped (budget)"; return; }
+  local d="$t/group-$1" a b
+  mkdir -p "$d"; cp "$t/cap/1/request" "$d/" || return
+  a=$(date +%s.%N)
+  timeout 10 ncu --csv --print-units base --clock-control none --target-processes application-only \
+    --apply-rules no --kernel-name-base mangled --kernel-name 'regex:^copy_vec4$' --metrics "$2" \
+    "$kbin" worker --profile-replay "$d" --device 0 >"$d/out" 2>&1
+  b=$(date +%s.%N)
+  printf '%-12s %2d metrics  %6.2f s  %s\n' "$1" "$(echo "$2" | tr ',' '\n' | wc -l)" \
+    "$(awk -v a="$a" -v b="$b" 'BEGIN{print b - a}')" \
+    "$(grep -o '[0-9]* pass[es]*' "$d/out" | head -1)"
+  grep -m2 '==ERROR==' "$d/out"
+}
+group stalls "$(echo "$all" | grep issue_stalled | paste -sd,)"
+group sass "$(echo "$all" | grep smsp__sass | paste -sd,)"
+group throughput "$(echo "$all" | grep -E '__(throughput|compute_memory_throughput)' | paste -sd,)"
+group pipes "$pipes"
+group rest "$(echo "$all" | grep -vE 'issue_stalled|smsp__sass|__throughput|compute_memory_thr' |
+  grep -vxF -f <(echo "$pipes" | tr ',' '\n') | paste -sd,)"
 [ -s "$OUT/known_h200.json" ] &&
   "$KEVO" script tests/gpu/profile_diagnose.lua "$OUT/known_h200.json"
 tar czf "$OUT/profile_cost.tgz" -C "$t" cap
