@@ -461,7 +461,8 @@ def degenerate(torch, prob, path, outs, stats):
                                                     for c in chunks(flat)):
             return "output %d is NaN or Inf everywhere" % i
         if flat.numel() > 1 and all(bool((c == flat[0]).all()) for c in chunks(flat)):
-            return "output %d is constant (every element is %s)" % (i, fmt(float(flat[0])))
+            return ("output %d is constant (every element is %s in the import's draw): a kernel "
+                    "that writes one value everywhere matches it" % (i, fmt(float(flat[0]))))
         del o, flat  # else the last output outlives `del outs[:]` below
     for st in stats:
         if st is not None:
@@ -486,7 +487,8 @@ def degenerate(torch, prob, path, outs, stats):
         new = list(prob.forward())
         if device_digest(torch, new) == first:
             return ("the outputs do not depend on the inputs (two different draws of %d input "
-                    "tensor%s give identical outputs)" % (ninputs, "" if ninputs == 1 else "s"))
+                    "tensor%s give identical outputs): a kernel that ignores them matches it"
+                    % (ninputs, "" if ninputs == 1 else "s"))
         note(new)
         del new
     prob.args = []  # prob2 draws its own, and builds its own model: two models' weights

@@ -240,13 +240,15 @@ function M.recipe(d, opts)
   local ok, msg, code = check(d)
   if not ok then return nil, msg, code end
   if not isnull(d.degenerate) then
-    return fail("refused: the reference is degenerate: %s; any kernel could pass it",
+    return fail("refused: the reference is degenerate: %s; it cannot tell a right kernel from "
+                .. "a wrong one",
                 tostring(d.degenerate))
   end
   if not isnull(d.random) then return fail("refused: %s", tostring(d.random)) end
   local nearly = nearly_constant(d)
   if nearly then
-    return fail("refused: the reference is nearly constant: %s; any kernel could pass it",
+    return fail("refused: the reference is nearly constant: %s; it cannot tell a right kernel "
+                .. "from a wrong one",
                 nearly)
   end
   local name = opts.name or tostring(d.problem or "problem"):gsub("%.py$", "")
