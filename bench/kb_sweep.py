@@ -6,22 +6,29 @@ leaves its rows). docs/kbench.md has the table this made.
 
   python3 bench/kb_sweep.py [--kevo KEVO] [--kb-dir DIR] [--out DIR] [--gpus 0,1]
                             [--slots N] [--budget S] [--import-timeout S] [--eval-timeout S]
-                            [all | level1/19_ReLU.py ...]
+                            [--loopback P,...] [all | level1/19_ReLU.py ...]
+  python3 bench/kb_sweep.py --table OUT/kb_sweep.tsv [--kb-dir DIR]    the docs table
 
 What makes it fast (bench/kernelbench.sh takes 4-5 s a problem, most of it python and torch
 starting): one zygote python (bench/kb_zygote.py) imports torch once and forks the bridge of
 every `kevo import` and `kevo eval` (KEVO_PYTHON is its stand-in); problems run several at
-once per GPU, packed by an estimate of the GPU memory each needs (its footprint on torch's
-meta device: no GPU, no data), the largest first; a problem that fails beside others for
-lack of memory runs again alone on a GPU. Each import and each evaluation has
-a time limit (a row `timeout`, and the sweep goes on); no problem starts after --budget
-seconds.
+once per GPU, packed by an estimate of the GPU memory each phase needs (from its footprint on
+torch's meta device: no GPU, no data; kept in bench/kb_estimates.json for a file of the same
+sha256), the largest first. Each phase (the import, the stub's evaluation, kevo run for a
+--loopback problem) holds its reservation only while it runs, and a started problem's next
+phase goes before new problems. A problem that fails beside others for lack of memory runs
+again alone on a GPU. Each import and each evaluation has a time limit (a row `timeout`, and
+the sweep goes on); no problem starts after --budget seconds, and the summary says how many
+never started.
 
 Rows (TSV, OUT/kb_sweep.tsv): problem gpu import_s peak_gib footprint_gib est_gib eval_s
-outcome detail; outcome is one of judged (the stub's verdict in detail), refused (the import's
-reason), import_failed, eval_failed, timeout, not_run.
+outcome detail t0 t1 forward_gib waits_s eval_ms; outcome is one of judged (the stub's verdict
+in detail), refused (the import's reason), import_failed, eval_failed, timeout. OUT/kb_gpumem.tsv
+samples each second the GPU memory in use, the CPUs busy, the memory reserved and the phases in
+flight.
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -37,8 +44,10 @@ SRC = os.path.dirname(HERE)
 JUDGED = {"ok", "wrong", "unwritten", "nondeterministic", "input_modified"}
 GIB = float(1 << 30)
 
-STUB_HEAD = ("// stub: the contract's signature, a body that writes nothing\n"
-             "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n")
+STUB_HEAD = "// stub: the contract's signature, a body that writes nothing\n"
+# the headers a signature's types need (each costs NVRTC about 0.1 s: included only then)
+STUB_INCLUDES = (("__half", "cuda_fp16.h"), ("__nv_bfloat16", "cuda_bf16.h"),
+                 ("__nv_fp8", "cuda_fp8.h"))
 
 
 def stub_source(readme):
@@ -48,7 +57,8 @@ def stub_source(readme):
     i = next(k for k, ln in enumerate(text) if ln.strip().startswith("/* kevo:launch"))
     j = next(k for k in range(i, len(text)) if text[k].strip() == "*/")
     block = "\n".join(ln[2:] if ln.startswith("  ") else ln for ln in text[i:j + 1])
-    return STUB_HEAD + block + "\n" + sig + " {}\n"
+    head = STUB_HEAD + "".join("#include <%s>\n" % h for t, h in STUB_INCLUDES if t in sig)
+    return head + block + "\n" + sig + " {}\n"
 
 
 # ---- kevo run with a loopback LLM (--loopback): a canned, correct reply per problem ---------
@@ -73,25 +83,50 @@ ELEMENTWISE = {
 }
 
 
-def llm_reply(name, readme):
-    """A model-style reply (prose, one fenced block with the kernel and its launch block) for
-    an elementwise problem, in the contract its import wrote; None for other problems."""
-    expr = ELEMENTWISE.get(name)
-    if expr is None:
-        return None
+# Matrix products (f32 inputs A and B, one output, one thread an output element as the
+# contract's launch block gives): what is transposed, and the mask on the result. "diag" is
+# diag(A) @ B, an elementwise product. Kernels accumulate in double: a sequential f32 sum over
+# K = 8192 could drift past a tolerance set from cuBLAS's own error.
+MATMUL = {
+    "1_Square_matrix_multiplication_": "", "2_Standard_matrix_multiplication_": "",
+    "3_Batched_matrix_multiplication": "", "10_3D_tensor_matrix_multiplication": "",
+    "12_Matmul_with_diagonal_matrices_": "diag", "13_Matmul_for_symmetric_matrices": "",
+    "14_Matmul_for_upper_triangular_matrices": "triu",
+    "15_Matmul_for_lower_triangular_matrices": "tril", "16_Matmul_with_transposed_A": "tA",
+    "17_Matmul_with_transposed_B": "tB", "18_Matmul_with_transposed_both": "tA tB",
+}
+
+
+def contract(readme):
+    """(signature, pointer names, int size names, {tensor: [dims]}, launch block) of an
+    imported problem's README."""
     text = open(readme).read()
     sig = next(ln.strip() for ln in text.splitlines()
                if ln.strip().startswith('extern "C" __global__'))
     params = re.search(r"\((.*)\)", sig).group(1).split(",")
     ptrs = [q.split("*")[-1].replace("__restrict__", "").strip() for q in params if "*" in q]
     sizes = [q.split()[-1] for q in params if "*" not in q and q.strip().startswith("int ")]
-    out_line = re.search(r"^Outputs:\n\s*(\S+)\s+f32\s+\[([^\]]*)\]", text, re.M)
-    if len(ptrs) != 2 or out_line is None:
-        return None
-    dims = [d.strip() for d in out_line.group(2).split(",")]
-    n = " * ".join("(long long)(%s)" % d for d in dims)
+    dims = {m.group(1): [d.strip() for d in m.group(2).split(",") if d.strip()]
+            for m in re.finditer(r"^  (\S+)\s+\S+\s+\[([^\]]*)\]", text, re.M)}
     m = re.search(r"/\* kevo:launch.*?\*/", text, re.S)
     launch = "\n".join(ln[2:] if ln.startswith("  ") else ln for ln in m.group(0).splitlines())
+    return sig, ptrs, sizes, dims, launch
+
+
+def llm_reply(name, readme):
+    """A model-style reply (prose, one fenced block with the kernel and its launch block) for
+    an elementwise problem or a matrix product, in the contract its import wrote; None for
+    other problems."""
+    if name in MATMUL:
+        return matmul_reply(MATMUL[name], readme)
+    expr = ELEMENTWISE.get(name)
+    if expr is None:
+        return None
+    sig, ptrs, sizes, tdims, launch = contract(readme)
+    if len(ptrs) != 2 or ptrs[1] not in tdims:
+        return None
+    dims = tdims[ptrs[1]]
+    n = " * ".join("(long long)(%s)" % d for d in dims) or "1"
     unused = "".join("  (void)%s;\n" % z for z in sizes if z not in dims)
     return ("Elementwise and memory bound: a grid-stride loop over the flattened tensor with "
             "64-bit indices (the tensor has more than 2^31 elements at this size).\n\n"
@@ -102,7 +137,64 @@ def llm_reply(name, readme):
             % (sig, unused, n, ptrs[0], ptrs[1], expr, launch))
 
 
+def matmul_reply(kind, readme):
+    """The reply for a matrix product (MATMUL): one thread an output element, its column
+    fastest (B and the output read and written coalesced), the sum in double. Locals end in
+    "_": sizes may be named m, n, k."""
+    sig, ptrs, sizes, tdims, launch = contract(readme)
+    if len(ptrs) != 3 or any(p not in tdims for p in ptrs):
+        return None
+    a, b, c = ptrs
+    da, db, dc = tdims[a], tdims[b], tdims[c]
+
+    def prod(ds):
+        return " * ".join("(long long)(%s)" % d for d in ds) or "1"
+    body = ["  long long i_ = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+            "  if (i_ >= %s) return;" % prod(dc)]
+    if kind == "diag":  # out[r][j] = A[r] * B[r][j]
+        body.append("  %s[i_] = %s[i_ / (long long)(%s)] * %s[i_];" % (c, a, db[-1], b))
+        why = "diag(A) @ B is a row scaling: one thread an element, no matrix product needed."
+    else:
+        ta, tb = "tA" in kind, "tB" in kind
+        batched = len(da) == 3 and len(db) == 3
+        k = da[-2] if ta else da[-1]
+        n = db[-2] if tb else db[-1]
+        m = "(long long)(%s)" % da[-1] if ta else prod(da[1:-1] if batched else da[:-1])
+        body += ["  long long c_ = i_ %% (long long)(%s), r_ = i_ / (long long)(%s);" % (n, n)]
+        if batched:
+            body += ["  long long b_ = r_ / (%s);" % m, "  r_ = r_ %% (%s);" % m,
+                     "  const float *a_ = %s + b_ * %s, *bm_ = %s + b_ * %s;"
+                     % (a, prod(da[1:]), b, prod(db[1:]))]
+        else:
+            body += ["  const float *a_ = %s, *bm_ = %s;" % (a, b)]
+        ia = "k_ * (%s) + r_" % m if ta else "r_ * (long long)(%s) + k_" % k
+        ib = "c_ * (long long)(%s) + k_" % k if tb else "k_ * (long long)(%s) + c_" % n
+        body += ["  double acc_ = 0.0;",
+                 "  for (long long k_ = 0; k_ < (long long)(%s); k_++)" % k,
+                 "    acc_ += (double)a_[%s] * (double)bm_[%s];" % (ia, ib)]
+        if kind == "triu":
+            body.append("  if (c_ < r_) acc_ = 0.0;")
+        if kind == "tril":
+            body.append("  if (c_ > r_) acc_ = 0.0;")
+        body.append("  %s[i_] = (float)acc_;" % c)
+        why = ("A first, plain version of this matrix product: one thread an output element "
+               "(its column fastest, so B and the output are read and written coalesced), the "
+               "sum over k in double so that rounding cannot drift past the tolerance.")
+    used = " ".join(body)
+    unused = ["  (void)%s;" % z for z in sizes if not re.search(r"\b%s\b" % re.escape(z), used)]
+    return "%s\n\n```cuda\n%s {\n%s\n}\n%s\n```\n" % (why, sig, "\n".join(unused + body),
+                                                       launch)
+
+
 # ---- the estimate: each problem built on torch's meta device -------------------------------
+
+def file_sha(path):
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
 
 def estimate_one(job):
     """{"problem", "ins", "outs"} in bytes (outs None when the forward fails on meta) of
@@ -110,7 +202,7 @@ def estimate_one(job):
     import importlib.util
     import torch
     problem, path = job
-    res = {"problem": problem, "ins": None, "outs": None}
+    res = {"problem": problem, "ins": None, "outs": None, "sha256": file_sha(path)}
     try:
         spec = importlib.util.spec_from_file_location("kb_est", path)
         mod = importlib.util.module_from_spec(spec)
@@ -138,9 +230,20 @@ class Estimates:
     known yet; after limit_s every problem left is ready without one. (Made before the sweep
     began, they took 26 s of a round's GPU time on a 16-CPU host.)"""
 
-    def __init__(self, kb_dir, problems, limit_s):
+    def __init__(self, kb_dir, problems, limit_s, known=None):
         self.got, self.done, self.lock = {}, False, threading.Lock()
         self.kb_dir = kb_dir
+        todo = []
+        for p, path in problems:  # a known estimate holds while the file is the same
+            k = (known or {}).get(p) or {}
+            if k.get("sha256") and k.get("sha256") == file_sha(path):
+                self.got[p] = k
+            else:
+                todo.append((p, path))
+        problems = todo
+        if not problems:
+            self.done = True
+            return
         try:
             import torch  # noqa: F401
             import multiprocessing
@@ -179,45 +282,56 @@ class Estimates:
             return self.got.get(p)
 
 
-def reservation(est, capacity, bench=False):
-    """GPU bytes a problem may take at its peak (import or evaluation), from its estimate;
-    24 GiB when there is none (one that runs out of memory beside others runs again alone).
-    Calibrated on the H200 (nvidia-smi each second, ReLU at 6 + 6 GiB): the import took
-    38 GiB (torch's own peak 21.6 GiB, its cache and contexts the rest), the stub's
-    evaluation 53 GiB (the worker's three sets of every tensor to verify, docs/worker.md,
-    and the bridge's outputs), kevo run with timing 87 GiB (five sets, eager's and
-    torch.compile's outputs)."""
+def reservation(est, capacity, phase="import"):
+    """GPU bytes a problem may take at its peak in a phase ("import", "eval": the stub's
+    evaluation, "run": kevo run with timing), from its estimate; 24 GiB when there is none
+    (one that runs out of memory beside others runs again alone). Calibrated on the H200
+    (nvidia-smi each second, ReLU at 6 + 6 GiB): the import took 38 GiB (torch's own peak
+    21.6 GiB, its cache and contexts the rest), the stub's evaluation 53 GiB (the worker's
+    three sets of every tensor to verify, docs/worker.md, and the bridge's outputs), kevo run
+    with timing 87 GiB (five sets, eager's and torch.compile's outputs)."""
     if not est or est.get("ins") is None:
-        return min(capacity, 24 * GIB)
+        return int(min(capacity, 24 * GIB))
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
-    imp = max(3 * fp, fp + 4 * GIB) + 2 * GIB
-    ev = (5 * fp + 4 * outs if bench else 3.2 * fp + 2 * outs) + 4 * GIB
-    return min(capacity, max(imp, ev))
+    if phase == "import":
+        need = max(3 * fp, fp + 4 * GIB) + 2 * GIB
+    elif phase == "run":
+        need = 5 * fp + 4 * outs + 4 * GIB
+    else:
+        need = 3.2 * fp + 2 * outs + 4 * GIB
+    return int(min(capacity, need))
 
 
 # ---- the sweep -----------------------------------------------------------------------------
 
 class Sweep:
+    """Problems run in phases (import, the stub's evaluation, kevo run for --loopback ones),
+    each holding its own reservation of its GPU's memory only while it runs: a problem's
+    evaluation may overlap another's import. Requests waiting for memory (a started problem's
+    next phase) come before new problems; among them the largest is the head."""
+
     def __init__(self, a, problems, ests):
         self.a = a
         self.lock = threading.Condition()
         self.pending = list(problems)
         self.ests = ests
-        self.backfill = {g: 0 for g in a.gpus}  # bytes of the problems started beside a head
+        self.backfill = {g: 0 for g in a.gpus}  # bytes granted beside a head that did not fit
         self.free = {g: a.capacity for g in a.gpus}
-        self.busy = {g: 0 for g in a.gpus}
+        self.waits = []  # started problems' next phases waiting for memory: [need, gpu, id]
         self.procs = set()
         self.stopping = False
         self.start = time.time()
         self.tsv = open(os.path.join(a.out, "kb_sweep.tsv"), "a")
         self.rows = []
+        self.started = set()
         self.alone = set()  # problems to run again alone on a GPU (an OOM beside others)
+        self.inflight = {}  # problem -> its phase, for the samples
 
     def row(self, r):
         cols = ["problem", "gpu", "import_s", "peak_gib", "footprint_gib", "est_gib", "eval_s",
-                "outcome", "detail", "t0", "t1", "forward_gib"]
+                "outcome", "detail", "t0", "t1", "forward_gib", "waits_s", "eval_ms"]
         r.setdefault("t1", "%.1f" % (time.time() - self.start))
         line = "\t".join(str(r.get(c, "-")).replace("\t", " ").replace("\n", " ") for c in cols)
         with self.lock:
@@ -227,49 +341,90 @@ class Sweep:
             os.fsync(self.tsv.fileno())
         print("[%5.0fs] %s" % (time.time() - self.start, line.replace("\t", " | ")), flush=True)
 
-    def need(self, p):
+    def need(self, p, phase="import"):
         return self.a.capacity if p in self.alone else \
-            reservation(self.ests.get(p), self.a.capacity, p in self.a.loopback)
+            reservation(self.ests.get(p), self.a.capacity, phase)
+
+    def _head(self, gpu, ready):
+        """The largest request waiting on gpu (a started problem's next phase), else the
+        largest new problem ready to start: (need, id or problem) or None."""
+        waits = [w for w in self.waits if w[1] == gpu]
+        if waits:
+            w = max(waits, key=lambda x: x[0])
+            return w[0], w[2]
+        if ready:
+            return self.need(ready[0]), ready[0]
+        return None
+
+    def _grant(self, gpu, need, is_head):
+        """Whether need may be granted now: the head when it fits; another request only in
+        what the head leaves (the capacity less the head's need less what other such grants
+        hold), so that the head fits as soon as the running ones end. Returns (ok, backfill)."""
+        if is_head:
+            return need <= self.free[gpu], False
+        head = self._head(gpu, self._ready())
+        room = min(self.free[gpu], self.a.capacity - (head[0] if head else 0) -
+                   self.backfill[gpu])
+        return need <= room, True
+
+    def _ready(self):
+        return sorted((p for p in self.pending if self.ests.ready(p)), key=self.need,
+                      reverse=True)
+
+    def _hold(self, gpu, need, fill):
+        self.free[gpu] -= need
+        if fill:
+            self.backfill[gpu] += need
 
     def take(self, gpu):
-        """The next problem for gpu, (problem, bytes, backfill); (None, 0, False) when done.
-        The head (the largest problem whose estimate is known) when it fits; else the largest
-        that fits beside it in what the head leaves (the capacity less the head's need less
-        what other such problems hold): when the running ones end, the head fits at once, and
-        the GPU never idles behind it."""
+        """The next new problem for gpu, with its import's reservation: (problem, need, fill);
+        (None, 0, False) when there is none to start (all started, the budget spent, a stop)."""
         with self.lock:
             while True:
-                if self.stopping or not self.pending:
+                if self.stopping or not self.pending or \
+                        time.time() - self.start > self.a.budget:
                     return None, 0, False
-                if time.time() - self.start > self.a.budget:
-                    return None, 0, False
-                if self.busy[gpu] < self.a.slots:
-                    ready = sorted((p for p in self.pending if self.ests.ready(p)),
-                                   key=self.need, reverse=True)
-                    pick, fill = None, False
-                    if ready and self.need(ready[0]) <= self.free[gpu]:
-                        pick = ready[0]
-                    elif ready:
-                        room = min(self.free[gpu], self.a.capacity - self.need(ready[0]) -
-                                   self.backfill[gpu])
-                        pick = next((p for p in ready[1:] if self.need(p) <= room), None)
-                        fill = True
-                    if pick is not None:
-                        self.pending.remove(pick)
-                        need = self.need(pick)
-                        self.free[gpu] -= need
-                        self.busy[gpu] += 1
-                        if fill:
-                            self.backfill[gpu] += need
-                        return pick, need, fill
+                ready = self._ready()
+                head = self._head(gpu, ready)
+                for p in ready:
+                    need = self.need(p)
+                    ok, fill = self._grant(gpu, need, head is not None and head[1] == p)
+                    if ok:
+                        self.pending.remove(p)
+                        self.started.add(p)
+                        self._hold(gpu, need, fill)
+                        self.inflight[p] = "import"
+                        return p, need, fill
                 self.lock.wait(0.2)
 
-    def done(self, gpu, need, fill):
+    def acquire(self, gpu, prob, phase):
+        """Blocks until prob's next phase may hold its reservation on gpu: (need, fill), or
+        None when the sweep is stopping."""
+        need = self.need(prob, phase)
+        w = [need, gpu, object()]
+        with self.lock:
+            self.waits.append(w)
+            self.inflight[prob] = phase + "?"
+            try:
+                while not self.stopping:
+                    head = self._head(gpu, [])
+                    ok, fill = self._grant(gpu, need, head[1] is w[2])
+                    if ok:
+                        self._hold(gpu, need, fill)
+                        self.inflight[prob] = phase
+                        return need, fill
+                    self.lock.wait(0.2)
+                return None
+            finally:
+                self.waits.remove(w)
+                self.lock.notify_all()
+
+    def release(self, gpu, prob, need, fill):
         with self.lock:
             self.free[gpu] += need
-            self.busy[gpu] -= 1
             if fill:
                 self.backfill[gpu] -= need
+            self.inflight.pop(prob, None)
             self.lock.notify_all()
 
     def run(self, argv, env, limit, log):
@@ -298,8 +453,25 @@ class Sweep:
             pass
         p.wait()
 
-    def one(self, gpu, prob, need):
+    def phase(self, gpu, prob, held, phase, r):
+        """Gives back what held holds, then waits for phase's reservation (the wait adds to
+        r's waits_s). False when the sweep is stopping."""
+        if held:
+            self.release(gpu, prob, *held)
+            held.clear()
+        t = time.time()
+        got = self.acquire(gpu, prob, phase)
+        r["waits_s"] = "%.1f" % (float(r.get("waits_s", 0)) + time.time() - t)
+        if got is None:
+            return False
+        held.extend(got)
+        return True
+
+    def one(self, gpu, prob, held):
+        """prob's row: its import (held holds the import's reservation), the stub's evaluation,
+        and kevo run for a --loopback problem, each phase with its own reservation."""
         a = self.a
+        need = held[0]
         name = os.path.basename(prob)[:-3]
         level = os.path.dirname(prob) or "."
         rdir = os.path.join(a.work, level)
@@ -336,6 +508,9 @@ class Sweep:
         except (OSError, StopIteration) as e:
             r.update(outcome="eval_failed", detail="no contract in the README: %s" % e)
             return r
+        if not self.phase(gpu, prob, held, "eval", r):
+            r.update(outcome="timeout", detail="cut by the end of the sweep before its evaluation")
+            return r
         rc, secs = self.run([a.kevo, "eval", base + ".yaml", base + ".stub.cu", "--json",
                              "--no-bench"], env, a.eval_timeout, base + ".eval.txt")
         r["eval_s"] = "%.1f" % secs
@@ -363,8 +538,13 @@ class Sweep:
         if tol:
             detail += "; " + tol[0][:200]
         r.update(outcome="judged" if v in JUDGED else "eval_failed", detail=detail)
+        r["eval_ms"] = "c%s/v%s" % (round((res.get("compile") or {}).get("ms") or 0),
+                                    round((res.get("verify") or {}).get("ms") or 0))
         if prob in a.loopback:
-            self.loopback(prob, name, rdir, base, env)
+            if self.phase(gpu, prob, held, "run", r):
+                self.loopback(prob, name, rdir, base, env)
+            else:
+                self.loop_row(prob, "-", "-", "cut by the end of the sweep")
         return r
 
     def loopback(self, prob, name, rdir, base, env):
@@ -412,11 +592,15 @@ class Sweep:
             prob, need, fill = self.take(gpu)
             if prob is None:
                 return
+            held = [need, fill]
             try:
-                r = self.one(gpu, prob, need)
+                r = self.one(gpu, prob, held)
             except Exception as e:  # noqa: BLE001: a row, whatever went wrong
                 r = {"problem": prob, "gpu": gpu, "outcome": "eval_failed",
                      "detail": "sweep error %s: %s" % (type(e).__name__, e)}
+            finally:
+                if held:
+                    self.release(gpu, prob, *held)
             if self.stopping and r["outcome"] != "judged":
                 r.update(outcome="timeout", detail="cut by the end of the sweep")
             # a failure beside other problems may be theirs (the GPU's memory was shared):
@@ -432,11 +616,20 @@ class Sweep:
                     r = None
             if r is not None:
                 self.row(r)
-            self.done(gpu, need, fill)
 
     def sample_memory(self):
-        """Every GPU's memory in use, each second, to OUT/kb_gpumem.tsv (t, gpu, MiB): what
-        the reservations were against (their rows carry t0 and t1)."""
+        """Each second, to OUT/kb_gpumem.tsv: t, GPU, its memory in use (MiB), the machine's
+        CPUs busy (%), the bytes reserved on that GPU (GiB) and the problems in flight by
+        phase ("eval?": waiting for its memory): what the reservations were against (rows
+        carry t0 and t1), and whether the CPUs or the memory bound the sweep."""
+        def cpu():
+            try:
+                with open("/proc/stat") as f:
+                    v = [int(x) for x in f.readline().split()[1:]]
+                return sum(v), v[3] + (v[4] if len(v) > 4 else 0)
+            except (OSError, ValueError):
+                return 0, 0
+        last = cpu()
         with open(os.path.join(self.a.out, "kb_gpumem.tsv"), "a") as f:
             while not self.stopping:
                 try:
@@ -444,10 +637,22 @@ class Sweep:
                                           "--format=csv,noheader,nounits"], capture_output=True,
                                          text=True, timeout=10).stdout
                 except (OSError, subprocess.SubprocessError):
-                    return
+                    out = ""
+                now = cpu()
+                busy = 100.0 * (1 - (now[1] - last[1]) / max(1, now[0] - last[0]))
+                last = now
                 t = time.time() - self.start
-                for ln in out.strip().splitlines():
-                    f.write("%.1f\t%s\n" % (t, ln.replace(",", "\t").replace(" ", "")))
+                with self.lock:
+                    phases = {}
+                    for ph in self.inflight.values():
+                        phases[ph] = phases.get(ph, 0) + 1
+                    held = {g: (self.a.capacity - self.free[g]) / GIB for g in self.a.gpus}
+                what = " ".join("%s:%d" % kv for kv in sorted(phases.items()))
+                rows = [ln.replace(" ", "").split(",") for ln in out.strip().splitlines()] or \
+                    [[str(g), "-"] for g in self.a.gpus]
+                for g, mib in rows:
+                    f.write("%.1f\t%s\t%s\t%.0f\t%.1f\t%s\n" % (
+                        t, g, mib, busy, held.get(int(g), 0) if g.isdigit() else 0, what))
                 f.flush()
                 time.sleep(1)
 
@@ -470,7 +675,8 @@ def summary(rows, problems, started, out):
     lines = ["", "KernelBench sweep: %d problems, %.0f s" % (n, time.time() - started)]
     for k in ("judged", "refused", "timeout", "import_failed", "eval_failed"):
         lines.append("  %-13s %d" % (k, len(by.get(k, []))))
-    lines.append("  %-13s %d" % ("not_run", n - len(seen)))
+    lines.append("  %-13s %d (no problem starts after --budget)" % ("not started",
+                                                                     n - len(seen)))
     if n:
         lines.append("  judged share  %.1f%% of all; judged or refused %.1f%%" % (
             100.0 * len(by.get("judged", [])) / n,
@@ -498,29 +704,50 @@ def summary(rows, problems, started, out):
         f.write(text)
 
 
+def problem_order(p):
+    m = re.match(r"\d+", os.path.basename(p))
+    return (p.split("/")[0], int(m.group()) if m else 0, p)
+
+
+def all_problems(kb_dir):
+    return sorted((os.path.join(lv, f) for lv in ("level1", "level2", "level3")
+                   if os.path.isdir(os.path.join(kb_dir, lv))
+                   for f in os.listdir(os.path.join(kb_dir, lv)) if f.endswith(".py")),
+                  key=problem_order)
+
+
 def table(tsv, kb_dir):
     """The markdown table of a sweep's TSV (docs/kbench.md), in problem order, the last row of
-    a problem kept."""
+    a problem kept; with kb_dir's problems, the ones the sweep never started too."""
     rows = {}
     for line in open(tsv):
         c = line.rstrip("\n").split("\t")
         if len(c) >= 9:
             rows[c[0]] = c
-
-    def order(p):
-        m = re.match(r"\d+", os.path.basename(p))
-        return (p.split("/")[0], int(m.group()) if m else 0)
-    print("| problem | import s | import peak GPU GiB / footprint GiB | eval s | outcome |")
-    print("| --- | --- | --- | --- | --- |")
-    for p in sorted(rows, key=order):
+    every = set(rows) | set(all_problems(kb_dir))
+    counts = {}
+    for p in every:
+        k = rows[p][7] if p in rows else "not started"
+        counts[k] = counts.get(k, 0) + 1
+    print("%d problems: %s." % (len(every), ", ".join(
+        "%s %d" % (k, counts[k]) for k in ("judged", "refused", "timeout", "import_failed",
+                                          "eval_failed", "not started") if k in counts)))
+    print("")
+    print("| problem | import s | import peak GiB | footprint GiB | eval s | outcome | reason |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for p in sorted(every, key=problem_order):
+        if p not in rows:
+            print("| %s | - | - | - | - | not started | the sweep's time ran out |" % p[:-3])
+            continue
         c = rows[p]
-        mem = "%s / %s" % (c[3], c[4]) if c[3] != "-" else "-"
         detail = c[8].replace("|", "/")
         if c[7] == "judged":  # the verdict; the message says the same of every stub
             detail = "`%s`" % detail.split(":")[0]
         else:
-            detail = re.sub(r"^exit \d+: (kevo import: )?(\S+\.py: )?", "", detail)[:220]
-        print("| %s | %s | %s | %s | %s: %s |" % (p[:-3], c[2], mem, c[6], c[7], detail))
+            detail = re.sub(r"^exit \d+: (kevo import: )?(\S+\.py: )?(E_\w+: )?", "",
+                            detail)[:200]
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (p[:-3], c[2], c[3], c[4], c[6], c[7],
+                                                      detail))
 
 
 def gpu_list():
@@ -551,6 +778,9 @@ def main():
                     help="comma-separated problems also taken through kevo run with a "
                     "loopback LLM (elementwise ones: see ELEMENTWISE)")
     ap.add_argument("--estimate-s", type=float, default=20)
+    ap.add_argument("--estimates", default=os.path.join(HERE, "kb_estimates.json"),
+                    help="estimates of an earlier sweep (OUT/kb_estimates.json): a problem "
+                    "whose file has the same sha256 is not estimated again")
     ap.add_argument("--no-zygote", action="store_true", help="a fresh python per bridge")
     ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
     a = ap.parse_args()
@@ -563,22 +793,16 @@ def main():
         gpus = [int(g) for g in a.gpus.split(",")]
     a.gpus = gpus
     a.loopback = set(p for p in a.loopback.split(",") if p)
-    a.capacity = 0.9 * total
+    a.capacity = int(0.9 * total)
     if a.slots <= 0:
-        a.slots = max(1, min(10, (os.cpu_count() or 2) * 2 // 3 // len(gpus)))
+        a.slots = max(1, min(12, (os.cpu_count() or 2) * 3 // 4 // len(gpus)))
     os.makedirs(a.out, exist_ok=True)
     a.out = os.path.abspath(a.out)
     a.work = os.path.abspath(a.work or os.path.join(a.out, "work"))
     os.makedirs(a.work, exist_ok=True)
     a.kevo = os.path.abspath(a.kevo) if os.sep in a.kevo else a.kevo
     if not a.problems or a.problems == ["all"]:
-        def order(p):
-            m = re.match(r"\d+", os.path.basename(p))
-            return (p.split("/")[0], int(m.group()) if m else 0)
-        problems = sorted((os.path.join(lv, f) for lv in ("level1", "level2", "level3")
-                           if os.path.isdir(os.path.join(a.kb_dir, lv))
-                           for f in os.listdir(os.path.join(a.kb_dir, lv)) if f.endswith(".py")),
-                          key=order)
+        problems = all_problems(a.kb_dir)
     else:
         problems = a.problems
     if not problems:
@@ -600,8 +824,14 @@ def main():
                                   stdout=zlog, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL,
                                   env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    known = {}
+    try:
+        with open(a.estimates) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        pass
     ests = Estimates(a.kb_dir, [(p, os.path.join(a.kb_dir, p)) for p in problems],
-                     a.estimate_s)
+                     a.estimate_s, known)
     if zygote is not None:
         for _ in range(300):
             if os.path.exists(sock) or zygote.poll() is not None:

@@ -114,6 +114,17 @@ if grep -q "^level1/19_ReLU.py	[0-9.]*	0	vs PyTorch" "$tmp/sw/kb_loopback.tsv"; 
 else
   bad "loopback: $(cat "$tmp/sw/kb_loopback.tsv" 2>&1)"
 fi
+# the docs table: every problem of the folder, the ones with no row "not started"
+mkdir -p "$tmp/kb/level3" && touch "$tmp/kb/level3/9_X.py"
+python3 "$src/bench/kb_sweep.py" --table "$tsv" --kb-dir "$tmp/kb" >"$tmp/table.md" 2>&1
+if grep -q '^7 problems: judged 3, refused 1, timeout 1, eval_failed 1, not started 1\.$' "$tmp/table.md" &&
+  grep -q '^| level1/1_A | [0-9.]* | 1.5 | 1 | [0-9.]* | judged | `unwritten` |$' "$tmp/table.md" &&
+  grep -q '^| level1/2_B | [0-9.]* | - | - | - | refused | the reference is random |$' "$tmp/table.md" &&
+  grep -q '^| level3/9_X | - | - | - | - | not started | ' "$tmp/table.md"; then
+  ok "--table: counts, judged, refused with its reason, not started"
+else
+  bad "--table:"; cat "$tmp/table.md"
+fi
 # the canned reply the sweep wrote compiles against the real contract (no GPU: no_gpu at verify)
 reply="$tmp/sw/work/level1/19_ReLU.reply.md"
 sed -n '/^```cuda$/,/^```$/p' "$reply" | sed '1d;$d' >"$tmp/relu_reply.cu"
