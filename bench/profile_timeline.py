@@ -8,9 +8,10 @@ METRICS: the worker's own metric set; PIPES: the pipe metrics to add to it.
 1. the known kernels (tests/gpu/profile_kernels) in one batch, the pipe metrics added, no
    standby: the reply (OUTDIR/known_h200.json, the CI fixture) and ncu's passes per kernel;
 2. variants, each a fresh worker with a standby (the profile_standby op), one copy kernel alone
-   twice (and a batch of eight in one): the wall time, and the timeline of each request, ms
-   since the worker got it: the worker's steps, the replay child's (the reply's "timeline"),
-   and each chunk of ncu's log as it was written.
+   twice (and a batch of eight in one), with the cuts on or off (KEVO_PROFILE_WARMUP,
+   KEVO_PROFILE_FAST_EXIT, KEVO_PROFILE_EARLY_READ): the wall time, and the timeline of each
+   request, ms since the worker got it: the worker's steps, the replay child's (the reply's
+   "timeline"), and each chunk of ncu's log as it was written.
 """
 import json
 import os
@@ -152,15 +153,16 @@ def main():
 
     one = known[1:2]
     eight = [("copy%d" % i, "candidate", known[1][2]) for i in range(8)]
-    warm = {"KEVO_PROFILE_WARMUP": "1", "KEVO_PROFILE_FAST_EXIT": "1"}
+    cuts = {"KEVO_PROFILE_WARMUP": "1", "KEVO_PROFILE_FAST_EXIT": "1",
+            "KEVO_PROFILE_EARLY_READ": "1"}
     variants = [
         ("before", {}, [("alone", one), ("alone again", one)]),
         ("pipes", {"KEVO_NCU_METRICS": full}, [("alone", one), ("alone again", one)]),
-        ("pipes+warm+fast", dict(warm, KEVO_NCU_METRICS=full),
+        ("pipes+cuts", dict(cuts, KEVO_NCU_METRICS=full),
          [("alone", one), ("alone again", one), ("eight", eight)]),
-        ("1metric+warm+fast", dict(warm, KEVO_NCU_METRICS="gpu__time_duration.sum"),
+        ("1metric+cuts", dict(cuts, KEVO_NCU_METRICS="gpu__time_duration.sum"),
          [("alone", one), ("alone again", one)]),
-        ("old+warm+fast", dict(warm), [("alone", one), ("alone again", one)]),
+        ("old+cuts", dict(cuts), [("alone", one), ("alone again", one)]),
     ]
     summary = []
     for name, extra, seq in variants:

@@ -214,6 +214,33 @@ int wk_ncu_parse(const char *text, cJSON **kernels, kevo_error *err) {
   return KEVO_OK;
 }
 
+int wk_ncu_rows(const char *text) {
+  static char f[MAX_FIELDS][FIELD_CAP];
+  int c_name = -1, c_metric = -1, rows = 0;
+  const char *p = text ? text : "";
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    if (!nl) break; /* a line still being written */
+    if (*p != '"') {
+      p = nl + 1;
+      continue;
+    }
+    const char *next;
+    int n = csv_line(p, f, &next);
+    p = nl + 1;
+    if (c_name < 0) {
+      for (int i = 0; i < n && !strcmp(f[0], "ID"); i++) {
+        if (!strcmp(f[i], "Kernel Name")) c_name = i;
+        if (!strcmp(f[i], "Metric Name")) c_metric = i;
+      }
+      if (c_metric < 0) c_name = -1;
+      continue;
+    }
+    if (n > c_metric && f[c_metric][0] && strncmp(f[c_name], "kv_", 3)) rows++;
+  }
+  return rows;
+}
+
 /* ---- why it failed -------------------------------------------------------------------- */
 
 int wk_ncu_failure(const char *text, char reason[32], char *why, size_t whylen) {

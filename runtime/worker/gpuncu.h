@@ -27,6 +27,11 @@ int wk_ncu_kernel_filter(const cJSON *plans, char *out, size_t cap);
  * text holds no profile at all). The caller frees *kernels. */
 int wk_ncu_parse(const char *text, cJSON **kernels, kevo_error *err);
 
+/* The metric rows of ncu's CSV in text that are complete lines and not of the child's own
+ * kv_* kernels: the CSV holds a kernel's whole profile once it has one row per metric of the
+ * set (KEVO_PROFILE_EARLY_READ reads it then, docs/profile.md "Cost"). */
+int wk_ncu_rows(const char *text);
+
 /* Why ncu could not profile, from what it printed: fills reason with a short word
  * ("permission", "unsupported", "no_kernels", "failed") and why with one line naming ncu's own
  * message. Returns 1 when the text holds an ncu error, else 0 (why then says nothing useful). */

@@ -234,6 +234,16 @@ out:
 
 /* ---- the parent: ncu over the child ------------------------------------------------------ */
 
+/* An ncu left to exit on its own after its CSV was read (KEVO_PROFILE_EARLY_READ): reaped at
+ * the next profile, killed with its group when the worker ends. */
+static pid_t lingering;
+
+static void lingering_reap(int kill_it) {
+  if (lingering <= 0) return;
+  if (kill_it) kill(-lingering, SIGKILL);
+  if (waitpid(lingering, NULL, kill_it ? 0 : WNOHANG) != 0) lingering = 0;
+}
+
 /* The whole of a file, NUL-terminated (at most TEXT_CAP bytes), or NULL. */
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -284,6 +294,57 @@ static int wait_group(pid_t pid, double t0, double deadline_ms) {
       kill(pid, SIGKILL);
       waitpid(pid, &st, 0);
       return -2;
+    }
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* The number of metrics in ncu's --metrics list. */
+static int metric_count(void) {
+  int n = 1;
+  for (const char *p = wk_ncu_metrics(); *p; p++)
+    n += *p == ',';
+  return n;
+}
+
+/* wait_group for ncu, but with early (KEVO_PROFILE_EARLY_READ) returning 0 as soon as the CSV
+ * in dir holds every row of the plans' kernels (the manifest's counts x the metric set): ncu's
+ * own exit after it printed them is not waited for (lingering). */
+static int wait_ncu(pid_t pid, double t0, double deadline_ms, const char *dir, int early) {
+  if (!early) return wait_group(pid, t0, deadline_ms);
+  char mpath[4200], csv[4200];
+  snprintf(mpath, sizeof mpath, "%s/manifest", dir);
+  snprintf(csv, sizeof csv, "%s/ncu.csv", dir);
+  int want = -1, per = metric_count();
+  for (;;) {
+    int st;
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (w < 0 && errno != EINTR) return -1;
+    if (wk_now_ms() - t0 > deadline_ms) return wait_group(pid, t0, 0); /* kills it */
+    if (want < 0 && !access(mpath, F_OK)) { /* the child's last step: its kernel counts */
+      char *text = slurp(mpath);
+      cJSON *m = text ? cJSON_Parse(text) : NULL, *x;
+      if (m && !cJSON_GetObjectItemCaseSensitive(m, "error")) {
+        want = 0;
+        cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(m, "plans")) {
+          const cJSON *k = cJSON_GetObjectItemCaseSensitive(x, "kernels");
+          want += cJSON_IsNumber(k) ? k->valueint : 0;
+        }
+      }
+      cJSON_Delete(m);
+      free(text);
+    }
+    if (want > 0) {
+      char *text = slurp(csv);
+      int rows = text ? wk_ncu_rows(text) : 0;
+      free(text);
+      if (rows >= want * per) {
+        if (lingering > 0) waitpid(lingering, NULL, 0); /* the one before: long gone by now */
+        lingering = pid;
+        return 0;
+      }
     }
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -368,6 +429,7 @@ static void standby_drop(void) {
 
 void kevo_gpu_profile_standby_stop(void) {
   standby_drop();
+  lingering_reap(1);
   standby.armed = 0;
 }
 
@@ -572,6 +634,7 @@ static const char *tail_of(const char *text, size_t n) {
 
 cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, size_t nblobs) {
   double t0 = wk_now_ms();
+  lingering_reap(0);
   const cJSON *prof = cJSON_GetObjectItemCaseSensitive(req, "profile");
   const cJSON *pl = cJSON_GetObjectItemCaseSensitive(prof, "plans");
   const cJSON *dl = cJSON_GetObjectItemCaseSensitive(prof, "deadline_ms");
@@ -627,7 +690,9 @@ cJSON *kevo_gpu_profile(int ordinal, const cJSON *req, const kevo_blob *blobs, s
   cJSON_AddBoolToObject(tl, "standby", pid > 0);
   if (!pid) pid = spawn_group(cmd.argv, outp, 0);
   tl_stamp(tl, "go", t0);
-  int rc = pid > 0 ? wait_group(pid, t0, deadline) : -1;
+  int early = env_on("KEVO_PROFILE_EARLY_READ");
+  int rc = pid > 0 ? wait_ncu(pid, t0, deadline, dir, early) : -1;
+  if (early) cJSON_AddBoolToObject(tl, "early_read", lingering == pid);
   tl_stamp(tl, "ncu_exit", t0);
   log = slurp(cmd.csv);
   out = slurp(outp);

@@ -39,6 +39,28 @@ int main(void) {
   CHECK(metric(bank, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum") == 8132853.0);
   CHECK(metric(bank, "launch__occupancy_limit_shared_mem") == 3);
   cJSON_Delete(ks);
+  /* the rows of whole lines (KEVO_PROFILE_EARLY_READ): 2 kernels x 17 metrics; a last line
+   * still being written is not counted, nor are the child's own kv_* kernels */
+  CHECK(wk_ncu_rows(text) == 34);
+  size_t len = strlen(text);
+  while (len > 0 && text[len - 1] == '\n')
+    len--;
+  text[len - 5] = '\0';
+  CHECK(wk_ncu_rows(text) == 33);
+  static const char copy_name[] = "\"copy(const float4 *, float4 *, unsigned long)\"";
+  char *kv = malloc(strlen(text) + 1), *o = kv;
+  for (const char *p = text; *p;) {
+    if (!strncmp(p, copy_name, sizeof copy_name - 1)) {
+      o += sprintf(o, "\"kv_fill\"");
+      p += sizeof copy_name - 1;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = '\0';
+  CHECK(wk_ncu_rows(kv) == 16);
+  CHECK(wk_ncu_rows("") == 0 && wk_ncu_rows(NULL) == 0);
+  free(kv);
   free(text);
 
   /* quoting, n/a, scaled units, a rule row, lines that are not CSV */

@@ -5,6 +5,7 @@
 # FAKE_NCU_MANIFEST is set, puts that manifest in place of the child's. FAKE_NCU_ERROR: print
 # that line (as ncu prints its errors) and write no CSV. FAKE_NCU_SLEEP: seconds to wait first
 # (ncu's own start-up). FAKE_NCU_ARGS: a file to write the arguments to, one a line.
+# FAKE_NCU_LINGER: seconds to wait after the CSV is written (ncu's own exit).
 [ -n "${FAKE_NCU_SLEEP:-}" ] && sleep "$FAKE_NCU_SLEEP"
 [ -n "${FAKE_NCU_ARGS:-}" ] && printf '%s\n' "$@" >"$FAKE_NCU_ARGS"
 log=""
@@ -27,4 +28,5 @@ if [ -n "${FAKE_NCU_ERROR:-}" ]; then
 fi
 [ -n "${FAKE_NCU_CSV:-}" ] && [ -n "$log" ] && cp "$FAKE_NCU_CSV" "$log"
 [ -n "${FAKE_NCU_MANIFEST:-}" ] && [ -n "$dir" ] && printf '%s' "$FAKE_NCU_MANIFEST" >"$dir/manifest"
+[ -n "${FAKE_NCU_LINGER:-}" ] && sleep "$FAKE_NCU_LINGER"
 exit 0

@@ -144,6 +144,23 @@ check("--kernel-name" in args and args[args.index("--kernel-name") + 1] ==
       "the kernel filter: " + " ".join(args[args.index("--kernel-name-base"):][:4]))
 check(args[args.index("--target-processes") + 1] == "application-only" and
       args[args.index("--clock-control") + 1] == "none", "one process, clocks left alone")
+# KEVO_PROFILE_EARLY_READ: the CSV read once it holds every row of the plans' kernels (2 x the
+# 17 metrics recorded), without waiting for ncu's own exit (here 3 s after it wrote them)
+probe_set = ",".join(sorted({line.split('","')[12] for line in open(csv)
+                             if line.startswith('"0"')}))
+import time  # noqa: E402
+for early in ("1", "0"):
+    t0 = time.time()
+    r = profile({"KEVO_NCU": fake, "FAKE_NCU_CSV": csv, "FAKE_NCU_LINGER": "3",
+                 "KEVO_NCU_METRICS": probe_set, "KEVO_PROFILE_EARLY_READ": early,
+                 "FAKE_NCU_MANIFEST": json.dumps({"plans": [{"kernels": 1}, {"kernels": 1}]})})
+    took = time.time() - t0
+    got = r["ok"] and [p["kernels"][0]["name"][:4] for p in r["plans"][:2]] == ["copy", "bank"]
+    if early == "1":
+        check(got and took < 2.5 and r["timeline"].get("early_read") is True,
+              "early read: %.2f s, %r" % (took, r.get("timeline")))
+    else:
+        check(got and took >= 3, "ncu's exit waited for without it: %.2f s" % took)
 r = profile({"KEVO_NCU": fake, "FAKE_NCU_ERROR": "something odd"})
 check(not r["ok"] and "detail" in r and "something odd" in r["detail"],
       "a failure carries what ncu said last")
