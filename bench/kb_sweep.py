@@ -612,9 +612,10 @@ class Sweep:
                 r.update(outcome="timeout", detail="cut by the end of the sweep")
             # a failure beside other problems may be theirs (the GPU's memory was shared):
             # once more, alone on a GPU, when there is time
-            # (only a failure that names memory: a retry drains the GPU)
+            # (only a failure for lack of memory: a retry drains the GPU; a refusal that
+            # names the problem's own footprint is not one)
             again = r["outcome"] in ("import_failed", "eval_failed", "refused") and \
-                "memory" in r.get("detail", "").lower()
+                "out of memory" in r.get("detail", "").lower()
             with self.lock:
                 if again and prob not in self.alone and need < self.a.capacity and \
                         not self.stopping:
