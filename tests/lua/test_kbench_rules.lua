@@ -38,6 +38,9 @@ local function check_scalar(v, moved, s)
     assert(math.abs(e) > tol_at(t, e) or math.abs(draws[1] - draws[2]) > 0,
            "all-zero passes")
   end
+  -- with a margin: the two draws are four times as far apart as a constant could straddle
+  assert(math.abs(draws[1] - draws[2]) > 4 * (tol_at(t, draws[1]) + tol_at(t, draws[2])),
+         ("v=%g moved=%g: accepted without the margin"):format(v, moved))
   local lo, hi = math.min(draws[1], draws[2]), math.max(draws[1], draws[2])
   local width = hi - lo + 4 * tol_at(t, hi)
   for k = 0, 2000 do
