@@ -62,13 +62,15 @@ chmod +x "$t/ncuwrap"
 
 # the worker's own metric set, as it hands it to ncu
 metrics=$(KEVO_NCU="$t/ncuwrap" timeout 30 python3 - "$KEVO" "$t/known.cubin" <<'PY'
-import sys
+import json, sys
 sys.path.insert(0, "tests/gpu")
 from worker_client import Worker
 import profile_worker as pw
 w = Worker(sys.argv[1])
-w.call(pw.request(pw.plans_known()[1:2]), [open(sys.argv[2], "rb").read()] * 2, timeout=25)
+r = w.call(pw.request(pw.plans_known()[1:2]), [open(sys.argv[2], "rb").read()] * 2, timeout=25)
 w.close()
+print("cold, no standby: ok=%s %s ms, timeline %s" % (r.get("ok"), r.get("ms"),
+      json.dumps(r.get("timeline"))), file=sys.stderr)
 PY
 sed -n '/^--metrics$/{n;p;q}' "$t/cap/1/args" 2>/dev/null)
 [ -n "$metrics" ] ||

@@ -120,7 +120,7 @@ def main():
     kevo, cubin_path, capdir, out, metrics, pipes = sys.argv[1:7]
     cubin = open(cubin_path, "rb").read()
     known = pw.plans_known()
-    full = metrics + "," + pipes
+    full = ",".join(dict.fromkeys(metrics.split(",") + pipes.split(",")))  # no name twice
     budget = float(os.environ.get("BUDGET_S", "80"))
 
     print("== 1. the known kernels, one batch, pipe metrics added, no standby")
