@@ -1,0 +1,202 @@
+"""The PyTorch bridge's import-time statistics without torch (CI has none): python/kb_bridge.py's
+output_stats, output_sample, moved, degenerate and judge_bytes run on a small stand-in for the
+few tensor operations they use (flat lists of floats). What they report is what
+lua/kevo/kbench.lua's rules read (tests/lua/test_kbench_rules.lua checks the rules):
+
+- a loss (one value) that moves between draws: moved is the difference, others 0;
+- a ReLU that is zero at all but a few elements (level2/9): at_min counts the zeros and others
+  the fewest elements off that bound in any draw;
+- a constant output and outputs that ignore the inputs: refused with the reason;
+- outputs over the sample size: moved on an even stride;
+- judge_bytes: the GPU memory judging takes (level1/38_L1Norm_: 88 GiB)."""
+import math
+import os
+import sys
+
+SRC = os.environ.get("KEVO_SRC") or os.path.join(os.path.dirname(__file__), "..", "..")
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(SRC, "python"))
+import kb_bridge as kb  # noqa: E402
+
+
+class DType:
+    def __init__(self, floating):
+        self.is_floating_point = floating
+
+
+F32, BOOL = DType(True), DType(False)
+
+
+class T:
+    """A flat tensor of Python numbers: the operations the bridge's statistics use."""
+
+    def __init__(self, v, dtype=F32):
+        self.v, self.dtype = list(v), dtype
+
+    def detach(self):
+        return self
+
+    def reshape(self, *_):
+        return self
+
+    flatten = clone = double = reshape
+
+    def numel(self):
+        return len(self.v)
+
+    def __getitem__(self, k):
+        if isinstance(k, T):  # a boolean mask
+            return T([a for a, m in zip(self.v, k.v) if m], self.dtype)
+        if isinstance(k, slice):
+            return T(self.v[k], self.dtype)
+        return T([self.v[k]], self.dtype)
+
+    def _zip(self, o, f, dtype):
+        ov = o.v if isinstance(o, T) else [o] * len(self.v)
+        if len(ov) == 1 and len(self.v) != 1:
+            ov = ov * len(self.v)
+        return T([f(a, b) for a, b in zip(self.v, ov)], dtype)
+
+    def __eq__(self, o):
+        return self._zip(o, lambda a, b: a == b, BOOL)
+
+    def __sub__(self, o):
+        return self._zip(o, lambda a, b: a - b, F32)
+
+    def __and__(self, o):
+        return self._zip(o, lambda a, b: a and b, BOOL)
+
+    def abs(self):
+        return T([abs(a) for a in self.v], self.dtype)
+
+    def min(self):
+        return T([min(self.v)])
+
+    def max(self):
+        return T([max(self.v)])
+
+    def sum(self):
+        return T([sum(self.v)])
+
+    def any(self):
+        return T([any(self.v)], BOOL)
+
+    def all(self):
+        return T([all(self.v)], BOOL)
+
+    def __float__(self):
+        return float(self.v[0])
+
+    def __int__(self):
+        return int(self.v[0])
+
+    def __bool__(self):
+        return bool(self.v[0])
+
+    __hash__ = None
+
+
+class FakeTorch:
+    class cuda:
+        @staticmethod
+        def is_available():
+            return False
+
+    @staticmethod
+    def isfinite(t):
+        return T([math.isfinite(a) for a in t.v], BOOL)
+
+
+torch = FakeTorch()
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        fails += 1
+
+
+# ---- output_stats ----
+st = kb.output_stats(torch, T([0, 0, 0, 2.5, 0, float("nan"), 1.0]))
+check(st == {"min": 0, "max": 2.5, "absmax": 2.5, "numel": 7, "at_min": 4, "at_max": 1},
+      "output_stats: range of the finite values, elements at either bound: %s" % st)
+check(kb.output_stats(torch, T([float("nan")])) is None, "output_stats: no finite value, None")
+
+# ---- output_sample and moved ----
+old = kb.SAMPLE
+kb.SAMPLE = 4
+a, step = kb.output_sample(T(range(10)))
+check(step == 3 and a.v == [0, 3, 6, 9], "output_sample: an even stride over a large output")
+b = T([x + (5 if x == 6 else 0) + (100 if x == 7 else 0) for x in range(10)])
+check(kb.moved(torch, [(a, step)], [b]) == [5.0],
+      "moved: the largest difference on the sampled elements (an unsampled one is not seen)")
+kb.SAMPLE = old
+check(kb.moved(torch, [(T([1.0, float("inf")]), 1)], [T([1.5, 7.0])]) == [0.5],
+      "moved: elements finite in both draws only")
+check(kb.moved(torch, [(T([1]), 1)], [T([2], BOOL)]) == [None], "moved: None for a bool output")
+
+
+# ---- degenerate: draws of a problem stood in for by a function of a seed ----
+class Prob:
+    """Outputs f(seed of the inputs, seed of the weights); Problem(torch, path, seed=1) makes
+    the one with new weights."""
+
+    def __init__(self, f, seed=0):
+        self.f, self.in_seed, self.w_seed = f, seed, seed
+        self.args, self.model, self.weights = [("tensor", "x", None)], "model", []
+
+    def tensor_inputs(self):
+        return [a for a in self.args if a[0] == "tensor"]
+
+    def draw_inputs(self, seed):
+        self.in_seed = seed
+        self.args = [("tensor", "x", None)]
+
+    def forward(self):
+        return tuple(self.f(self.in_seed, self.w_seed))
+
+
+kb.device_digest = lambda torch, outs: repr([o.v for o in outs])
+kb.release = lambda torch: None
+
+
+def run(f):
+    prob = Prob(f)
+    kb.Problem = lambda torch, path, seed=0: Prob(f, seed)
+    outs = list(prob.forward())
+    stats = [kb.output_stats(torch, o) for o in outs]
+    return kb.degenerate(torch, prob, "p.py", outs, stats), stats
+
+
+# a loss: one value that moves with the inputs and the weights
+why, stats = run(lambda i, w: [T([8.36 + 0.003 * i - 0.001 * w])])
+check(why is None and abs(stats[0]["moved"] - 0.003) < 1e-12 and stats[0]["others"] == 0,
+      "a scalar loss: judged, moved %.3g (the largest of two draws), others 0" % stats[0]["moved"])
+# level2/9: zero but for a few elements, none in the draw with new weights
+relu = {0: [0.0] * 97 + [0.2, 0.0, 0.1], 1: [0.0] * 99 + [0.3]}
+why, stats = run(lambda i, w: [T(relu[w] if i == w else relu[0][:-1] + [0.05])])
+check(why is None and stats[0]["at_min"] == 98 and stats[0]["others"] == 1,
+      "a ReLU zero at all but a few: at_min %d, others %d (fewest in any draw)"
+      % (stats[0]["at_min"], stats[0]["others"]))
+why, _ = run(lambda i, w: [T([2.5] * 8)])
+check(why is not None and why.startswith("output 0 is constant (every element is 2.5")
+      and "one value everywhere" in why, "constant output refused: %s" % why)
+why, _ = run(lambda i, w: [T([w + 0.5, w - 1.0])])
+check(why is not None and "do not depend on the inputs" in why and "ignores them" in why,
+      "outputs that ignore the inputs refused: %s" % why)
+why, _ = run(lambda i, w: [T([1.0, 2.0])] if i == w else [T([1.0, 3.0])])
+check(why is not None and "do not depend on the seed" in why, "outputs that ignore the seed: %s"
+      % why)
+
+# ---- judge_bytes ----
+G = 1 << 30
+j = kb.judge_bytes(8 * G, 0, 8 * G, 16 * G, 2)
+check(abs(j / G - 88.01) < 0.01, "judge_bytes: level1/38_L1Norm_ takes %.4g GiB" % (j / G))
+j = kb.judge_bytes(1 * G, 0, 1 * G, 30 * G, 2)
+check(abs(j / G - 35) < 0.01, "judge_bytes: a forward's own peak counts while a trial's reference "
+      "is made (%.4g GiB)" % (j / G))
+
+print("%d failure(s)" % fails)
+sys.exit(1 if fails else 0)
