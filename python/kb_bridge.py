@@ -550,15 +550,21 @@ def describe_within(torch, path):
     # what the forward adds above its inputs and weights (its outputs and intermediates),
     # measured: the footprint and the float64 pass are sized from it. The peak so far is kept
     # (the import's).
-    before, peak_so_far = gpu_bytes(torch), 0
-    if torch.cuda.is_available():
-        peak_so_far = torch.cuda.max_memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
+    before, peaks = gpu_bytes(torch), {}
+
+    def phase(name):
+        """The peak GPU bytes of the import's step `name` (above the import's start)."""
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+            peaks[name] = max(0, torch.cuda.max_memory_allocated() - base)
+            torch.cuda.reset_peak_memory_stats()
+    phase("build")
     outs = list(prob.forward())
     fwd_extra = 0
     if prob.device.type == "cuda":
         torch.cuda.synchronize()
         fwd_extra = max(0, torch.cuda.max_memory_allocated() - before)
+    phase("forward")
     ins = nbytes(t for _, _, t in prob.tensor_inputs())
     weights = nbytes(t for _, _, t in prob.weights)
     io_bytes = ins + weights + nbytes(outs)
@@ -593,23 +599,29 @@ def describe_within(torch, path):
                      "dtype": kevo_dtype(torch, o, "output %d" % i), "shape": list(o.shape),
                      "stats": output_stats(torch, o)}
                     for i, o in enumerate(outs)]
+    phase("stats")
     d["random"], spread = randomness(torch, prob, outs)
     d["nondeterminism"] = spread if math.isfinite(spread) else None
+    phase("random")
     d["cost"] = {"bytes": io_bytes, "flops": count_flops(torch, prob)}
+    phase("flops")
     release(torch)
     # the float64 pass may take the peak to twice the footprint (4 GiB for small problems,
     # where memory is no concern and a subsample would only make the figure rougher)
     d["tolerance"] = measured_tolerance(torch, prob, outs,
                                         max(0, base + max(2 * footprint, 4 << 30) -
                                             gpu_bytes(torch)), fwd_extra)
+    phase("float64")
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
     d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]])
+    phase("degenerate")
     d["footprint_bytes"] = footprint
     d["io_bytes"] = io_bytes
     d["forward_extra_bytes"] = fwd_extra
-    if torch.cuda.is_available():
-        d["peak_gpu_bytes"] = max(peak_so_far, torch.cuda.max_memory_allocated()) - base
+    if peaks:
+        d["peak_gpu_bytes"] = max(peaks.values())
+        d["peak_by_step"] = peaks  # where the peak is (build, forward, ..., degenerate)
     return d
 
 
