@@ -335,6 +335,7 @@ class Sweep:
         self.started = set()
         self.alone = set()  # problems to run again alone on a GPU (an OOM beside others)
         self.inflight = {}  # problem -> its phase, for the samples
+        self.group_of = {}  # process group (a kevo command's pid) -> its problem
 
     def row(self, r):
         cols = ["problem", "gpu", "import_s", "peak_gib", "footprint_gib", "est_gib", "eval_s",
@@ -434,7 +435,7 @@ class Sweep:
             self.inflight.pop(prob, None)
             self.lock.notify_all()
 
-    def run(self, argv, env, limit, log):
+    def run(self, argv, env, limit, log, prob=None):
         """(exit code or None on timeout, seconds) of argv, its output in log."""
         t0 = time.time()
         with open(log, "wb") as f:
@@ -442,6 +443,7 @@ class Sweep:
                                  stdin=subprocess.DEVNULL, start_new_session=True)
             with self.lock:
                 self.procs.add(p)
+                self.group_of[p.pid] = prob
             try:
                 rc = p.wait(timeout=max(1, limit))
             except subprocess.TimeoutExpired:
@@ -450,6 +452,7 @@ class Sweep:
             finally:
                 with self.lock:
                     self.procs.discard(p)
+                    self.group_of.pop(p.pid, None)
         return rc, time.time() - t0
 
     @staticmethod
@@ -491,7 +494,7 @@ class Sweep:
         if est.get("ins") is not None and est.get("outs") is not None:
             r["est_gib"] += " (fp %.3g)" % ((est["ins"] + est["outs"]) / GIB)
         rc, secs = self.run([a.kevo, "import", os.path.join(a.kb_dir, prob), "--out", rdir,
-                             "--force"], env, a.import_timeout, base + ".import.txt")
+                             "--force"], env, a.import_timeout, base + ".import.txt", prob)
         r["import_s"] = "%.1f" % secs
         text = open(base + ".import.txt", errors="replace").read()
         m = re.search(r"import peak GPU memory (\S+) GiB for a problem of (\S+) GiB", text)
@@ -519,7 +522,7 @@ class Sweep:
             r.update(outcome="timeout", detail="cut by the end of the sweep before its evaluation")
             return r
         rc, secs = self.run([a.kevo, "eval", base + ".yaml", base + ".stub.cu", "--json",
-                             "--no-bench"], env, a.eval_timeout, base + ".eval.txt")
+                             "--no-bench"], env, a.eval_timeout, base + ".eval.txt", prob)
         r["eval_s"] = "%.1f" % secs
         if rc is None:
             r.update(outcome="timeout", detail="evaluation past %d s" % a.eval_timeout)
@@ -577,7 +580,7 @@ class Sweep:
                 env.pop(k, None)
             rc, secs = self.run([a.kevo, "run", base + ".yaml", "--llm", "openai:canned",
                                  "--max-evals", "1", "--strategy", "greedy", "--out",
-                                 base + ".run"], env, a.run_timeout, base + ".run.txt")
+                                 base + ".run"], env, a.run_timeout, base + ".run.txt", prob)
         finally:
             srv.kill()
             srv.wait()
@@ -661,6 +664,53 @@ class Sweep:
                 for g, mib in rows:
                     f.write("%.1f\t%s\t%s\t%.0f\t%.1f\t%s\n" % (
                         t, g, mib, busy, held.get(int(g), 0) if g.isdigit() else 0, what))
+                f.flush()
+                time.sleep(1)
+
+    def sample_processes(self):
+        """Each second, to OUT/kb_procmem.tsv: t, problem, its phase, GPU MiB of its processes
+        (nvidia-smi's compute apps: the worker and kevo's own, by process group; the bridges,
+        forked by the zygote, by the zygote's log): what each phase really takes, against its
+        reservation."""
+        zlog = os.path.join(self.a.out, "zygote.log")
+        bridge_of, seen = {}, 0
+        prob_re = re.compile(r"(level\d)/([^/\s]+?)(?:/problem)?\.py")
+        with open(os.path.join(self.a.out, "kb_procmem.tsv"), "a") as f:
+            while not self.stopping:
+                try:
+                    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                          "--format=csv,noheader,nounits"], capture_output=True,
+                                         text=True, timeout=10).stdout
+                except (OSError, subprocess.SubprocessError):
+                    return
+                try:
+                    with open(zlog, errors="replace") as z:
+                        z.seek(seen)
+                        text = z.read()
+                        seen += len(text.encode())
+                    for m in re.finditer(r"kb_zygote: child (\d+): (.*)", text):
+                        pm = prob_re.search(m.group(2))
+                        if pm:
+                            bridge_of[int(m.group(1))] = "%s/%s.py" % pm.groups()
+                except OSError:
+                    pass
+                t = time.time() - self.start
+                mem = {}
+                for ln in out.strip().splitlines():
+                    try:
+                        pid, mib = [int(x) for x in ln.replace(" ", "").split(",")]
+                        with open("/proc/%d/stat" % pid) as st:
+                            pgrp = int(st.read().rsplit(")", 1)[1].split()[2])
+                    except (OSError, ValueError, IndexError):
+                        continue
+                    with self.lock:
+                        prob = self.group_of.get(pgrp) or bridge_of.get(pid)
+                    if prob:
+                        mem[prob] = mem.get(prob, 0) + mib
+                with self.lock:
+                    phases = dict(self.inflight)
+                for prob, mib in sorted(mem.items()):
+                    f.write("%.1f\t%s\t%s\t%d\n" % (t, prob, phases.get(prob, "-"), mib))
                 f.flush()
                 time.sleep(1)
 
@@ -861,6 +911,7 @@ def main():
     lanes = [threading.Thread(target=sw.lane, args=(g,), daemon=True)
              for g in gpus for _ in range(a.slots)]
     threading.Thread(target=sw.sample_memory, daemon=True).start()
+    threading.Thread(target=sw.sample_processes, daemon=True).start()
     for t in lanes:
         t.start()
     for t in lanes:

@@ -168,6 +168,10 @@ def serve(sock, modules):
                         child(req, fds)
                     for fd in fds:
                         os.close(fd)
+                    # who is who, for a sweep that samples each process's GPU memory
+                    sys.stderr.write("kb_zygote: child %d: %s\n" % (
+                        pid, " ".join(str(x) for x in req.get("argv", [])[1:])[:400]))
+                    sys.stderr.flush()
                     kids[pid] = conn
                     sel.register(conn, selectors.EVENT_READ, pid)
                 else:  # a stand-in closed its end: it died, its child goes too
