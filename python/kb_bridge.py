@@ -445,14 +445,92 @@ def randomness(torch, prob, outs):
              "no random call found in Model's source (a random op inside a library call?)")), worst
 
 
-def degenerate(torch, prob, path, outs, stats):
+def parse_init(spec, dtype):
+    """(kind, a, b) of an input's init as the recipe states it (lua/kevo/kbench.lua writes
+    ints and bool without a randint as randint(0, 100) and randint(0, 2))."""
+    import re
+    s = str(spec or "normal").replace(" ", "")
+    if dtype == "bool" and not s.startswith("randint"):
+        s = "randint(0,2)"
+    elif dtype[:1] in ("i", "u") and not s.startswith("randint"):
+        s = "randint(0,100)"
+    m = re.match(r"^(normal|uniform|randint)(?:\(([^,()]+),([^,()]+)\))?$", s)
+    if not m:
+        return ("normal", 0.0, 1.0)
+    if m.group(2) is None:
+        return (m.group(1), 0.0, 1.0)
+    return (m.group(1), float(m.group(2)), float(m.group(3)))
+
+
+def draw_like_kevo(torch, t, init):
+    """Fills t in place from its init as kevo's worker draws it (normal, uniform, randint: the
+    integer part of a uniform draw; bool: 1 where that is above 0), chunk by chunk through a
+    float32 scratch, from torch's global generator."""
+    kind, a, b = init
+    dest = t if t.is_contiguous() else torch.empty_like(t, memory_format=torch.contiguous_format)
+    for c in chunks(dest):
+        tmp = torch.empty(c.shape, dtype=torch.float32, device=c.device)
+        if kind == "normal":
+            tmp.normal_(a, b)
+        else:
+            tmp.uniform_(a, b)
+        if kind == "randint":
+            tmp.floor_()
+        c.copy_(tmp)
+    if dest is not t:
+        t.copy_(dest)
+
+
+TRIAL_SEED = 0x6b65766f  # the draws like kevo's trials: fixed, so an import is repeatable
+
+
+def trial_stats(torch, prob, inits, stats):
+    """Adds stats[i]["trials"]: an output's statistics (as output_stats, with moved and others)
+    over two draws of every input and weight like kevo's trials make them, from the inits the
+    recipe states. The worker judges on those draws, not on get_inputs(): a problem whose
+    get_inputs() scales its inputs by a random factor (level1/98_KLDivLoss) moves between its
+    own draws and far less between kevo's. Left out when a draw fails."""
+    tensors = [t for _, _, t in prob.tensor_inputs()] + [t for _, _, t in prob.weights]
+    if len(tensors) != len(inits):
+        return
+
+    def draw(seed):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            for t, init in zip(tensors, inits):
+                draw_like_kevo(torch, t, init)
+        return list(prob.forward())
+    try:
+        outs = draw(TRIAL_SEED)
+        first = [output_stats(torch, o) for o in outs]
+        samples = [output_sample(o) for o in outs]
+        del outs
+        outs = draw(TRIAL_SEED + 1)
+        for st, tr, mv, o in zip(stats, first, moved(torch, samples, outs), outs):
+            if st is None or tr is None:
+                continue
+            second = output_stats(torch, o)
+            offs = [x["numel"] - max(x["at_min"], x["at_max"]) for x in (tr, second) if x]
+            tr["others"] = min(offs)
+            if mv is not None:
+                tr["moved"] = mv
+            st["trials"] = tr
+    except Exception as e:  # the problem's own code failed on such inputs: say so, go on
+        for st in stats:
+            if st is not None:
+                st["trials_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+
+
+def degenerate(torch, prob, path, outs, stats, inits=None):
     """Why the reference cannot tell a right kernel from a wrong one, or None. Frees prob's
     inputs and outs on the way (the caller is done with them): the draws it compares are
     reduced to digests and samples (at most SAMPLE elements an output), so at most one extra
     set of inputs and outputs exists at a time. Adds to each output's stats (a list, None where
     an output has none) what the other draws show: `moved`, the largest element-wise
     difference from the first draw (exact up to SAMPLE elements, then on a strided sample),
-    and `others`, the fewest elements off the output's bound (min or max) in any draw."""
+    and `others`, the fewest elements off the output's bound (min or max) in any draw; with
+    inits (each input's and weight's (kind, a, b)), `trials`: the same over two draws like
+    kevo's trials (trial_stats)."""
     for i, o in enumerate(outs):
         flat = o.flatten()
         if flat.numel() == 0:
@@ -499,6 +577,9 @@ def degenerate(torch, prob, path, outs, stats):
     if device_digest(torch, new) == first:
         return "the outputs do not depend on the seed (new inputs and weights give identical outputs)"
     note(new)
+    del new
+    if inits is not None:
+        trial_stats(torch, prob2, inits, stats)
     return None
 
 
@@ -614,7 +695,9 @@ def describe_within(torch, path):
     phase("float64")
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
-    d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]])
+    inits = [parse_init(t["init"], t["dtype"]) for t in d["inputs"] + d["weights"]]
+    d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]],
+                                 inits)
     phase("degenerate")
     d["footprint_bytes"] = footprint
     d["io_bytes"] = io_bytes

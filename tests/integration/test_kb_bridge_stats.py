@@ -102,6 +102,13 @@ class FakeTorch:
         def is_available():
             return False
 
+    class no_grad:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
     @staticmethod
     def isfinite(t):
         return T([math.isfinite(a) for a in t.v], BOOL)
@@ -189,6 +196,57 @@ check(why is not None and "do not depend on the inputs" in why and "ignores them
 why, _ = run(lambda i, w: [T([1.0, 2.0])] if i == w else [T([1.0, 3.0])])
 check(why is not None and "do not depend on the seed" in why, "outputs that ignore the seed: %s"
       % why)
+
+# ---- parse_init and the draws like kevo's trials ----
+check(kb.parse_init("uniform(-0.011, 0.011)", "f32") == ("uniform", -0.011, 0.011)
+      and kb.parse_init("normal", "f32") == ("normal", 0.0, 1.0)
+      and kb.parse_init("normal(0.5, 2)", "f16") == ("normal", 0.5, 2.0)
+      and kb.parse_init("normal", "bool") == ("randint", 0.0, 2.0)
+      and kb.parse_init("uniform(0, 1)", "i64") == ("randint", 0.0, 100.0)
+      and kb.parse_init("randint(0, 4096)", "i64") == ("randint", 0.0, 4096.0),
+      "parse_init: the inits the recipe states, ints and bool as kevo.kbench writes them")
+
+
+class Scaled(Prob):
+    """level1/98's shape: get_inputs() scales by a random factor (the draws' own seeds give
+    0.05 and 0.07); draws from the stated inits put 0.002 + 1e-6 * seed in the input."""
+
+    def __init__(self, seed=0):
+        Prob.__init__(self, None, seed)
+        self.x = T([0.0])
+        self.args = [("tensor", "x", self.x)]
+        self.drawn = False
+
+    def draw_inputs(self, seed):
+        self.in_seed = seed
+
+    def forward(self):
+        if self.drawn:
+            return (T([self.x.v[0]]),)
+        return (T([0.05 + 0.02 * self.in_seed + 0.001 * self.w_seed]),)
+
+
+def fake_draw(torch, t, init):
+    t.v = [0.002 + 1e-6 * (FakeTorch.seed - kb.TRIAL_SEED)]
+    scaled.drawn = True
+
+
+FakeTorch.manual_seed = staticmethod(lambda s: setattr(FakeTorch, "seed", s))
+kb.draw_like_kevo = fake_draw
+scaled = Scaled()
+kb.Problem = lambda torch, path, seed=0: scaled.__class__.__init__(scaled, seed) or scaled
+outs = list(scaled.forward())
+stats = [kb.output_stats(torch, o) for o in outs]
+why = kb.degenerate(torch, Scaled(), "p.py", outs, stats, [("uniform", 0.0, 1.0)])
+tr = stats[0].get("trials") or {}
+check(why is None and abs(stats[0]["moved"] - 0.021) < 1e-12 and abs(tr.get("moved", 1) - 1e-6)
+      < 1e-12 and tr.get("others") == 0 and abs(tr.get("absmax", 0) - 0.002) < 1e-12,
+      "trials: the draws like kevo's trials move 1e-6 where get_inputs()'s move 0.021: %s" % tr)
+kb.draw_like_kevo = lambda torch, t, init: 1 / 0
+stats = [kb.output_stats(torch, o) for o in Scaled().forward()]
+kb.degenerate(torch, Scaled(), "p.py", list(Scaled().forward()), stats, [("normal", 0.0, 1.0)])
+check("trials" not in stats[0] and stats[0].get("trials_error", "").startswith("ZeroDivision"),
+      "trials: a draw that fails leaves them out and says why")
 
 # ---- judge_bytes ----
 G = 1 << 30

@@ -126,6 +126,35 @@ for _, others in ipairs{4194304, 83887} do
                            moved = 4}})
   assert(kbench.recipe(d))
 end
+-- level1/98_KLDivLoss: get_inputs() scales its inputs by a random factor, so the value moves
+-- between the import's own draws; the worker draws each element from the stated inits, and
+-- there it barely moves: the draws like kevo's trials (stats.trials) decide
+local function kl(trials)
+  return desc({name = "out", dtype = "f32", shape = {1},
+                stats = {min = 0.0473, max = 0.0473, absmax = 0.0473, numel = 1, at_min = 1,
+                         at_max = 1, others = 0, moved = 0.03, trials = trials}},
+               {f32 = 1e-5, measured = 1.25e-6})
+end
+assert(kbench.tolerance(kl(nil)), "98 without trials: judged on the import's movement")
+local _, e98 = kbench.tolerance(kl({min = 2.1e-3, max = 2.1e-3, absmax = 2.1e-3, numel = 1,
+                                   at_min = 1, at_max = 1, others = 0, moved = 3e-6}))
+assert(e98 and e98:find("refused") and e98:find("in draws like kevo's trials"), e98)
+-- trials that move as much as the import's: judged
+assert(kbench.tolerance(kl({min = 0.05, max = 0.05, absmax = 0.05, numel = 1, at_min = 1,
+                            at_max = 1, others = 0, moved = 0.02})))
+-- trials whose values are tiny: an all-zero kernel would pass them, so rescaled or refused
+local tz = kbench.tolerance(kl({min = 5e-6, max = 5e-6, absmax = 5e-6, numel = 1, at_min = 1,
+                                at_max = 1, others = 0, moved = 5e-6}))
+assert(not tz or tz.f32.atol < 1e-5, "an all-zero kernel passes the trials' outputs")
+-- nearly constant in the draws like kevo's trials only: refused
+local d9t = desc({name = "out", dtype = "f32", shape = {1024, 8192},
+                  stats = {min = 0, max = 0.31, absmax = 0.31, numel = 8388608,
+                           at_min = 4000000, at_max = 1, others = 4388607, moved = 0.31,
+                           trials = {min = 0, max = 0.01, absmax = 0.01, numel = 8388608,
+                                     at_min = 8388600, at_max = 1, others = 3, moved = 0.01}}})
+local r9t, e9t = kbench.recipe(d9t)
+assert(not r9t and e9t:find("nearly constant") and e9t:find("all but 3 of"), e9t)
+
 -- a scalar is never "nearly constant": it has one element
 assert(kbench.recipe(scalar(8.36, 0.01, 8.33e-8)))
 
