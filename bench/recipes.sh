@@ -8,7 +8,8 @@
 # grouped op; decode attention's eager baseline is scaled_dot_product_attention.
 # usage: bench/recipes.sh [MAX_EVALS] [RECIPE...]   env: KEVO (binary), KEVO_SRC (source root),
 #   BENCH_TORCH_GPU (a second GPU's index: the PyTorch baselines run there, beside kevo's runs on
-#   BENCH_KEVO_GPU, default 0; otherwise they run after kevo's, on the same GPU), BENCH_TORCH_TIMEOUT
+#   BENCH_KEVO_GPU, default 0; when unset, not a GPU of this host, or kevo's own, they run after
+#   kevo's, on kevo's GPU), BENCH_TORCH_TIMEOUT
 #   (seconds for all the PyTorch baselines), BENCH_KEEP (a folder: the work files are copied there)
 set -u
 src="${KEVO_SRC:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -25,6 +26,21 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export KEVO_DB="$work/bench.db" KEVO_RECIPES="$src/recipes"
 "$kevo" script "$src/bench/recipe_shapes.lua" "${names[@]}" >"$work/shapes.json"
+# The PyTorch baselines run beside kevo only on a second GPU that exists (nvidia-smi -i takes an
+# index or a UUID); otherwise after kevo's runs on kevo's GPU, and the log says so.
+kevo_gpu="${BENCH_KEVO_GPU:-${CUDA_VISIBLE_DEVICES:-0}}"
+if [ -n "${BENCH_TORCH_GPU:-}" ]; then
+  if ! nvidia-smi -i "$BENCH_TORCH_GPU" -L >/dev/null 2>&1; then
+    echo "bench/recipes.sh: BENCH_TORCH_GPU=$BENCH_TORCH_GPU is not a GPU of this host" \
+      "($(nvidia-smi -L | wc -l) found): the PyTorch baselines run after kevo's," \
+      "on GPU $kevo_gpu" >&2
+    BENCH_TORCH_GPU=
+  elif [ "$BENCH_TORCH_GPU" = "$kevo_gpu" ]; then
+    echo "bench/recipes.sh: BENCH_TORCH_GPU is kevo's GPU ($kevo_gpu): the PyTorch baselines run" \
+      "after kevo's, not beside them" >&2
+    BENCH_TORCH_GPU=
+  fi
+fi
 torch_pid=
 if [ -n "${BENCH_TORCH_GPU:-}" ]; then
   CUDA_VISIBLE_DEVICES="$BENCH_TORCH_GPU" timeout "${BENCH_TORCH_TIMEOUT:-0}" \
@@ -33,7 +49,7 @@ if [ -n "${BENCH_TORCH_GPU:-}" ]; then
 fi
 for n in "${names[@]}"; do
   echo "== kevo run $n --max-evals $max" >&2
-  (cd "$work" && CUDA_VISIBLE_DEVICES="${BENCH_KEVO_GPU:-${CUDA_VISIBLE_DEVICES:-0}}" \
+  (cd "$work" && CUDA_VISIBLE_DEVICES="$kevo_gpu" \
     "$kevo" run "$n" --max-evals "$max" --out "$work/out/$n" >"$work/$n.run.log" 2>&1)
   tail -n 6 "$work/$n.run.log" >&2
   "$kevo" report last --json >"$work/$n.report.json" 2>/dev/null || echo '{}' >"$work/$n.report.json"
@@ -41,8 +57,9 @@ done
 if [ -n "$torch_pid" ]; then
   wait "$torch_pid" || echo '{}' >"$work/torch.json"
 else
-  timeout "${BENCH_TORCH_TIMEOUT:-0}" python3 "$src/bench/torch_baselines.py" "$work/shapes.json" \
-    >"$work/torch.json" || echo '{}' >"$work/torch.json"
+  CUDA_VISIBLE_DEVICES="$kevo_gpu" timeout "${BENCH_TORCH_TIMEOUT:-0}" \
+    python3 "$src/bench/torch_baselines.py" "$work/shapes.json" >"$work/torch.json" ||
+    echo '{}' >"$work/torch.json"
 fi
 [ -s "$work/torch.json" ] || echo '{}' >"$work/torch.json"
 [ -n "${BENCH_KEEP:-}" ] && cp -r "$work/." "$BENCH_KEEP/" 2>/dev/null
