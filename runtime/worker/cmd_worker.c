@@ -99,6 +99,8 @@ static int worker_main(int argc, char **argv) {
     if (needs_gpu && !opened) {
       opened = 1;
       if (kevo_gpu_open(ordinal, 1, &gpu, &gerr)) gpu = NULL;
+      const char *timing = getenv("KEVO_WORKER_TIMING");
+      if (gpu && timing && *timing == '1') kevo_gpu_print_start(gpu, stderr);
     }
     if (gpu) kevo_gpu_release_lent(gpu);
     if (!op) {

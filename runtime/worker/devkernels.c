@@ -296,8 +296,15 @@ int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
   size_t size = 0;
   int rc = devk_compile(major, minor, &cubin, &size, err);
   if (rc) return rc;
-  CUresult r = d->cuModuleLoadData(&k->mod, cubin);
+  rc = devk_load_cubin(d, cubin, k, err);
   free(cubin);
+  return rc;
+}
+
+int devk_load_cubin(const cudrv *d, const void *cubin, devk *k, kevo_error *err) {
+  memset(k, 0, sizeof *k);
+  int rc;
+  CUresult r = d->cuModuleLoadData(&k->mod, cubin);
   if (r != CUDA_SUCCESS)
     return kevo_fail(err, KEVO_E_CUDA, "loading the worker's kernels: %s", cudrv_errname(d, r));
   struct {

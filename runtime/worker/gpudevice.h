@@ -5,6 +5,8 @@
 #include "gpucommon.h"
 #include "status.h"
 
+#include <stdio.h>
+
 /* Loads the driver, opens device `ordinal`, makes its primary context current, sets the
  * context limits, compiles the worker's kernels and, when `measure` is set, measures the copy
  * bandwidth and the arithmetic rates (the floors of a timing). The profile replay child opens
@@ -12,6 +14,9 @@
  * KEVO_E_NOGPU when there is no driver or no device; KEVO_E_CUDA for other failures. */
 int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err);
 void kevo_gpu_close(kevo_gpu *g);
+
+/* One line on f: how long kevo_gpu_open took, and to what (KEVO_WORKER_TIMING=1). */
+void kevo_gpu_print_start(const kevo_gpu *g, FILE *f);
 
 /* The "device" object of a hello reply (name, cc, sms, mem_bytes, l2_bytes, driver,
  * copy_gbps, peak_tflops, clock_mhz). The caller owns it. */

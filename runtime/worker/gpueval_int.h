@@ -76,7 +76,10 @@ struct kevo_gpu {
   size_t mem_bytes, l2_bytes;
   double copy_gbps, peak_tflops;
   double rate_tflops[DK_RATE_KINDS]; /* measured at start (gpudevice.c); 0: not measured */
-  CUdeviceptr flush;                 /* L2 flush buffer */
+  /* ms from kevo_gpu_open's start to: the device known, its context made, its kernels
+   * compiled and loaded, the end (copy and rate probes) */
+  double start_ms[4];
+  CUdeviceptr flush; /* L2 flush buffer */
   size_t flush_bytes;
   unsigned flush_count;
   CUdeviceptr stats; /* one devk_stats, digest slots, a guard word */
