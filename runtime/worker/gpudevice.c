@@ -153,7 +153,14 @@ int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
   g->clock_mhz = attr(g, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
   job.major = g->cc_major, job.minor = g->cc_minor;
   const char *overlap = getenv("KEVO_WORKER_COMPILE_THREAD");
-  if (overlap && *overlap == '1') compiling = !pthread_create(&compiler, NULL, devk_job_run, &job);
+  if (overlap && *overlap == '1') {
+    pthread_attr_t at; /* NVRTC's front end recurses: a main thread's stack, not less */
+    if (!pthread_attr_init(&at)) {
+      pthread_attr_setstacksize(&at, (size_t)64 << 20);
+      compiling = !pthread_create(&compiler, &at, devk_job_run, &job);
+      pthread_attr_destroy(&at);
+    }
+  }
   g->start_ms[0] = wk_now_ms() - t0;
   rc =
       gpu_check(g, DRV->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain", err);
