@@ -588,7 +588,8 @@ class Sweep:
             srv.kill()
             srv.wait()
         out = open(base + ".run.txt", errors="replace").read().splitlines()
-        keep = [ln.strip() for ln in out if re.search(r"vs PyTorch|best|verified|ms", ln)]
+        keep = [ln.strip() for ln in out
+                if re.search(r"vs PyTorch|^best:|verified|^stopped", ln.strip())]
         what = " / ".join(keep[-3:]) if keep else (out[-1] if out else "(no output)")
         return self.loop_row(prob, "%.1f" % secs, "timeout" if rc is None else rc, what[:400])
 
@@ -811,6 +812,34 @@ def table(tsv, kb_dir):
                                                       detail))
 
 
+def loopback_table(tsv):
+    """The markdown table of a sweep's kb_loopback.tsv (footprints from the kb_sweep.tsv beside
+    it): problem, footprint, kevo run's seconds and exit, the verified kernel's time and
+    eager's and torch.compile's, as kevo run's summary printed them."""
+    fp = {}
+    try:
+        for line in open(os.path.join(os.path.dirname(tsv), "kb_sweep.tsv")):
+            c = line.rstrip("\n").split("\t")
+            if len(c) >= 5:
+                fp[c[0]] = c[4]
+    except OSError:
+        pass
+    print("| problem | footprint GiB | kevo run s | exit | kernel ms | eager ms | "
+          "torch.compile ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for line in open(tsv):
+        c = line.rstrip("\n").split("\t")
+        if len(c) < 4:
+            continue
+        best = re.search(r"best: candidate \d+, [\d.]+x the reference \(([\d.e+-]+) ms", c[3])
+        eager = re.search(r"([\d.]+)x eager \(([\d.e+-]+) ms\)", c[3])
+        comp = re.search(r"([\d.]+)x torch.compile \(([\d.e+-]+) ms\)", c[3])
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            c[0][:-3], fp.get(c[0], "-"), c[1], c[2], best.group(1) if best else "-",
+            "%s (%sx)" % (eager.group(2), eager.group(1)) if eager else "-",
+            "%s (%sx)" % (comp.group(2), comp.group(1)) if comp else "-"))
+
+
 def gpu_list():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total",
@@ -847,9 +876,14 @@ def main():
                     help="workers print how their start went (KEVO_WORKER_TIMING), half of "
                     "them compiling their kernels on a thread (KEVO_WORKER_COMPILE_THREAD)")
     ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
+    ap.add_argument("--loopback-table", metavar="TSV",
+                    help="print a sweep's kb_loopback.tsv as markdown, and stop")
     a = ap.parse_args()
     if a.table:
         table(a.table, a.kb_dir)
+        return 0
+    if a.loopback_table:
+        loopback_table(a.loopback_table)
         return 0
     started = time.time()
     gpus, total = gpu_list()
