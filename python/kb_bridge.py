@@ -233,6 +233,11 @@ def guess_init(torch, t):
             and abs(mean - (lo + hi) / 2) < 0.05 * width:
         g = width / 200
         return "uniform(%s, %s)" % (fmt(snap(lo, g)), fmt(snap(hi, g)))
+    if (lo >= 0 or hi <= 0) and abs(mean) < 5 * std:
+        # values of one sign (probabilities, a softmax's output) that a normal draw would take
+        # past zero, where the problem may take their log or square root: their range instead
+        g = width / 200
+        return "uniform(%s, %s)" % (fmt(snap(lo, g)), fmt(snap(hi, g)))
     if abs(mean) < 0.05 * std and abs(std - 1) < 0.05:
         return "normal"
     m = 0.0 if abs(mean) < 0.05 * std else mean
@@ -311,7 +316,10 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
     ins = [t for _, _, t in prob.tensor_inputs()]
     weights = nbytes(t for _, _, t in prob.weights)
     extra = max(fwd_extra, nbytes(outs))
-    need = 2 * weights + 2 * nbytes(ins) + 2 * extra
+    # outs may be meta tensors (describe frees the first draw's outputs early): the f32
+    # reference is then computed again here, and held through the pass
+    resident = all(not o.is_meta for o in outs)
+    need = 2 * weights + 2 * nbytes(ins) + 2 * extra + (0 if resident else nbytes(outs))
     rows, batch = None, None
     if need > budget:
         batch = ins[0].shape[0] if ins and ins[0].dim() > 0 else None
@@ -325,12 +333,12 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
                     "batch dimension to take a subsample of" % (need / 2**30, budget / 2**30)}
         rows = max(1, min(batch, int(spare // per_row)))
     try:
-        m64 = copy.deepcopy(prob.model).double()
         sub_ins = [t[:rows] for t in ins] if rows else ins
+        ref = outs if resident and not rows else prob.forward(tensors=sub_ins)
+        m64 = copy.deepcopy(prob.model).double()
         t64 = [t.double() if t.dtype.is_floating_point else t for t in sub_ins]
         o64 = prob.forward(m64, t64)
         del t64
-        ref = prob.forward(tensors=sub_ins) if rows else outs
     except Exception as e:
         return {"f32": None, "why": "the model in float64 failed: %s: %s"
                 % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
@@ -406,25 +414,54 @@ RANDOM_CALLS = ("torch.randn", "torch.rand(", "torch.rand_like", "torch.randn_li
                 "torch.normal", "dropout(", ".normal_(", ".uniform_(", ".bernoulli_(")
 
 
-def randomness(torch, prob, outs):
-    """Runs the reference again on the same inputs and weights. Returns (why it is random or
-    None, the largest difference, scaled as kevo's tolerance is). A difference at the level of
-    rounding (a reduction in a different order) is nondeterminism, not randomness."""
-    again = prob.forward()
-    worst = 0.0
-    for a, b in zip(outs, again):
-        if a.shape != b.shape:
-            worst = float("inf")
+def first_draw(torch, outs):
+    """What the later steps need of the first draw's outputs, so that they can be freed before
+    the model runs again (a second set of outputs beside them took the import past twice the
+    footprint: level1/7 and 9, a 4 GiB product): why they cannot judge a kernel (empty, NaN or
+    Inf everywhere, constant) or None, their digest, a sample of each (output_sample) and a
+    meta tensor of each (dtype and shape, no data)."""
+    early = None
+    for i, o in enumerate(outs):
+        flat = o.flatten()
+        if flat.numel() == 0:
+            early = "output %d is empty" % i
+        elif flat.dtype.is_floating_point and not any(bool(torch.isfinite(c).any())
+                                                      for c in chunks(flat)):
+            early = "output %d is NaN or Inf everywhere" % i
+        elif flat.numel() > 1 and all(bool((c == flat[0]).all()) for c in chunks(flat)):
+            early = ("output %d is constant (every element is %s in the import's draw): a kernel "
+                     "that writes one value everywhere matches it" % (i, fmt(float(flat[0]))))
+        del flat
+        if early:
             break
-        if a.dtype.is_floating_point:
-            for ca, cb in zip(chunks(a), chunks(b)):
-                if bool((torch.isfinite(ca) != torch.isfinite(cb)).any()):
-                    worst = float("inf")
-                    break
-            if math.isfinite(worst):
-                worst = max(worst, rel_error(torch, b, a))
-        elif not torch.equal(a, b):
-            worst = float("inf")
+    return (early, device_digest(torch, outs), [output_sample(o) for o in outs],
+            [o.to("meta") for o in outs])
+
+
+def randomness(torch, prob, first):
+    """Runs the reference again on the same inputs and weights and compares with the first
+    draw (first_draw): by digest, then element by element on its sample (every element up to
+    SAMPLE). Returns (why it is random or None, the largest difference, scaled as kevo's
+    tolerance is). A difference at the level of rounding (a reduction in a different order) is
+    nondeterminism, not randomness."""
+    _, digest, samples, metas = first
+    again = list(prob.forward())
+    worst = 0.0
+    if device_digest(torch, again) != digest:
+        for (a, step), m, b in zip(samples, metas, again):
+            if m.shape != b.shape:
+                worst = float("inf")
+                break
+            bs = b.reshape(-1)[::step]
+            if b.dtype.is_floating_point:
+                for ca, cb in zip(chunks(a), chunks(bs)):
+                    if bool((torch.isfinite(ca) != torch.isfinite(cb)).any()):
+                        worst = float("inf")
+                        break
+                if math.isfinite(worst):
+                    worst = max(worst, rel_error(torch, bs, a))
+            elif not torch.equal(a, bs):
+                worst = float("inf")
     del again
     if worst <= 1e-4:
         return None, worst
@@ -489,7 +526,9 @@ def trial_stats(torch, prob, inits, stats):
     over two draws of every input and weight like kevo's trials make them, from the inits the
     recipe states. The worker judges on those draws, not on get_inputs(): a problem whose
     get_inputs() scales its inputs by a random factor (level1/98_KLDivLoss) moves between its
-    own draws and far less between kevo's. Left out when a draw fails."""
+    own draws and far less between kevo's. Left out when a draw fails. Returns why the
+    reference cannot judge a kernel on such draws (an output NaN or Inf everywhere, or constant,
+    or the two draws alike), or None."""
     tensors = [t for _, _, t in prob.tensor_inputs()] + [t for _, _, t in prob.weights]
     if len(tensors) != len(inits):
         return
@@ -500,12 +539,22 @@ def trial_stats(torch, prob, inits, stats):
             for t, init in zip(tensors, inits):
                 draw_like_kevo(torch, t, init)
         return list(prob.forward())
+    where = "in draws like kevo's trials (every input and weight drawn from its stated init)"
     try:
         outs = draw(TRIAL_SEED)
         first = [output_stats(torch, o) for o in outs]
+        for i, (tr, o) in enumerate(zip(first, outs)):
+            if tr is None and o.dtype.is_floating_point:
+                return "%s, output %d is NaN or Inf everywhere" % (where, i)
+            if tr is not None and o.numel() > 1 and tr["at_min"] == o.numel():
+                return "%s, output %d is constant (every element is %s)" % (where, i,
+                                                                            fmt(tr["min"]))
+        digest = device_digest(torch, outs)
         samples = [output_sample(o) for o in outs]
         del outs
         outs = draw(TRIAL_SEED + 1)
+        if device_digest(torch, outs) == digest:
+            return "%s, two draws give identical outputs" % where
         for st, tr, mv, o in zip(stats, first, moved(torch, samples, outs), outs):
             if st is None or tr is None:
                 continue
@@ -519,9 +568,10 @@ def trial_stats(torch, prob, inits, stats):
         for st in stats:
             if st is not None:
                 st["trials_error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+    return None
 
 
-def degenerate(torch, prob, path, outs, stats, inits=None):
+def degenerate(torch, prob, path, first, stats, inits=None):
     """Why the reference cannot tell a right kernel from a wrong one, or None. Frees prob's
     inputs and outs on the way (the caller is done with them): the draws it compares are
     reduced to digests and samples (at most SAMPLE elements an output), so at most one extra
@@ -531,23 +581,12 @@ def degenerate(torch, prob, path, outs, stats, inits=None):
     and `others`, the fewest elements off the output's bound (min or max) in any draw; with
     inits (each input's and weight's (kind, a, b)), `trials`: the same over two draws like
     kevo's trials (trial_stats)."""
-    for i, o in enumerate(outs):
-        flat = o.flatten()
-        if flat.numel() == 0:
-            return "output %d is empty" % i
-        if flat.dtype.is_floating_point and not any(bool(torch.isfinite(c).any())
-                                                    for c in chunks(flat)):
-            return "output %d is NaN or Inf everywhere" % i
-        if flat.numel() > 1 and all(bool((c == flat[0]).all()) for c in chunks(flat)):
-            return ("output %d is constant (every element is %s in the import's draw): a kernel "
-                    "that writes one value everywhere matches it" % (i, fmt(float(flat[0]))))
-        del o, flat  # else the last output outlives `del outs[:]` below
+    early, first, samples, _ = first
+    if early:
+        return early
     for st in stats:
         if st is not None:
             st["others"] = st["numel"] - max(st["at_min"], st["at_max"])
-    first = device_digest(torch, outs)
-    samples = [output_sample(o) for o in outs]
-    del outs[:]
 
     def note(new):
         for st, mv, o in zip(stats, moved(torch, samples, new), new):
@@ -579,7 +618,7 @@ def degenerate(torch, prob, path, outs, stats, inits=None):
     note(new)
     del new
     if inits is not None:
-        trial_stats(torch, prob2, inits, stats)
+        return trial_stats(torch, prob2, inits, stats)
     return None
 
 
@@ -680,8 +719,13 @@ def describe_within(torch, path):
                      "dtype": kevo_dtype(torch, o, "output %d" % i), "shape": list(o.shape),
                      "stats": output_stats(torch, o)}
                     for i, o in enumerate(outs)]
+    # what the later steps need of these outputs is kept; the outputs go before the model runs
+    # again, so no step holds two sets of them (the peak stays near the footprint)
+    first = first_draw(torch, outs)
+    del outs[:]
+    release(torch)
     phase("stats")
-    d["random"], spread = randomness(torch, prob, outs)
+    d["random"], spread = randomness(torch, prob, first)
     d["nondeterminism"] = spread if math.isfinite(spread) else None
     phase("random")
     d["cost"] = {"bytes": io_bytes, "flops": count_flops(torch, prob)}
@@ -689,14 +733,14 @@ def describe_within(torch, path):
     release(torch)
     # the float64 pass may take the peak to twice the footprint (4 GiB for small problems,
     # where memory is no concern and a subsample would only make the figure rougher)
-    d["tolerance"] = measured_tolerance(torch, prob, outs,
+    d["tolerance"] = measured_tolerance(torch, prob, first[3],
                                         max(0, base + max(2 * footprint, 4 << 30) -
                                             gpu_bytes(torch)), fwd_extra)
     phase("float64")
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
     inits = [parse_init(t["init"], t["dtype"]) for t in d["inputs"] + d["weights"]]
-    d["degenerate"] = degenerate(torch, prob, path, outs, [o["stats"] for o in d["outputs"]],
+    d["degenerate"] = degenerate(torch, prob, path, first, [o["stats"] for o in d["outputs"]],
                                  inits)
     phase("degenerate")
     d["footprint_bytes"] = footprint

@@ -39,7 +39,21 @@ class T:
     def reshape(self, *_):
         return self
 
-    flatten = clone = double = reshape
+    flatten = clone = double = cpu = reshape
+
+    def to(self, *_):
+        return self
+
+    @property
+    def shape(self):
+        return (len(self.v),)
+
+    def mean(self):
+        return T([sum(self.v) / len(self.v)])
+
+    def std(self):
+        m = sum(self.v) / len(self.v)
+        return T([math.sqrt(sum((a - m) ** 2 for a in self.v) / (len(self.v) - 1))])
 
     def numel(self):
         return len(self.v)
@@ -60,8 +74,19 @@ class T:
     def __eq__(self, o):
         return self._zip(o, lambda a, b: a == b, BOOL)
 
+    def __ne__(self, o):
+        return self._zip(o, lambda a, b: a != b, BOOL)
+
     def __sub__(self, o):
         return self._zip(o, lambda a, b: a - b, F32)
+
+    def __add__(self, o):
+        return self._zip(o, lambda a, b: a + b, F32)
+
+    __radd__ = __add__
+
+    def __truediv__(self, o):
+        return self._zip(o, lambda a, b: a / b, F32)
 
     def __and__(self, o):
         return self._zip(o, lambda a, b: a and b, BOOL)
@@ -174,7 +199,7 @@ def run(f):
     kb.Problem = lambda torch, path, seed=0: Prob(f, seed)
     outs = list(prob.forward())
     stats = [kb.output_stats(torch, o) for o in outs]
-    return kb.degenerate(torch, prob, "p.py", outs, stats), stats
+    return kb.degenerate(torch, prob, "p.py", kb.first_draw(torch, outs), stats), stats
 
 
 # a loss: one value that moves with the inputs and the weights
@@ -196,6 +221,29 @@ check(why is not None and "do not depend on the inputs" in why and "ignores them
 why, _ = run(lambda i, w: [T([1.0, 2.0])] if i == w else [T([1.0, 3.0])])
 check(why is not None and "do not depend on the seed" in why, "outputs that ignore the seed: %s"
       % why)
+
+# ---- randomness: the second run compared with the first draw's digest and sample ----
+class Model:  # what randomness() reads for the causes it names: "dropout(" in its source
+    def forward(self, x):
+        return dropout(x)  # noqa: F821
+
+
+class Rerun(Prob):
+    def __init__(self, runs):
+        Prob.__init__(self, None)
+        self.runs, self.model = iter(runs), type("M", (), {"named_modules": lambda s: []})()
+        self.mod = type("Mod", (), {"Model": Model})
+
+    def forward(self):
+        return (T(next(self.runs)),)
+
+
+for runs, want in (([[1.0, 2.0], [1.0, 2.0]], None), ([[1.0, 2.0], [1.0, 2.0 + 1e-7]], None),
+                   ([[1.0, 2.0], [0.0, 4.0]], "dropout in Model")):
+    r = Rerun(runs)
+    why, worst = kb.randomness(torch, r, kb.first_draw(torch, list(r.forward())))
+    check((why is None) if want is None else (want in why and "random" in why),
+          "randomness: %s -> %s (worst %.3g)" % (runs[1], why and why[:70], worst))
 
 # ---- parse_init and the draws like kevo's trials ----
 check(kb.parse_init("uniform(-0.011, 0.011)", "f32") == ("uniform", -0.011, 0.011)
@@ -222,7 +270,7 @@ class Scaled(Prob):
 
     def forward(self):
         if self.drawn:
-            return (T([self.x.v[0]]),)
+            return (T(list(self.x.v)),)
         return (T([0.05 + 0.02 * self.in_seed + 0.001 * self.w_seed]),)
 
 
@@ -237,16 +285,47 @@ scaled = Scaled()
 kb.Problem = lambda torch, path, seed=0: scaled.__class__.__init__(scaled, seed) or scaled
 outs = list(scaled.forward())
 stats = [kb.output_stats(torch, o) for o in outs]
-why = kb.degenerate(torch, Scaled(), "p.py", outs, stats, [("uniform", 0.0, 1.0)])
+why = kb.degenerate(torch, Scaled(), "p.py", kb.first_draw(torch, outs), stats,
+                    [("uniform", 0.0, 1.0)])
 tr = stats[0].get("trials") or {}
 check(why is None and abs(stats[0]["moved"] - 0.021) < 1e-12 and abs(tr.get("moved", 1) - 1e-6)
       < 1e-12 and tr.get("others") == 0 and abs(tr.get("absmax", 0) - 0.002) < 1e-12,
       "trials: the draws like kevo's trials move 1e-6 where get_inputs()'s move 0.021: %s" % tr)
 kb.draw_like_kevo = lambda torch, t, init: 1 / 0
 stats = [kb.output_stats(torch, o) for o in Scaled().forward()]
-kb.degenerate(torch, Scaled(), "p.py", list(Scaled().forward()), stats, [("normal", 0.0, 1.0)])
+kb.degenerate(torch, Scaled(), "p.py", kb.first_draw(torch, list(Scaled().forward())), stats,
+              [("normal", 0.0, 1.0)])
 check("trials" not in stats[0] and stats[0].get("trials_error", "").startswith("ZeroDivision"),
       "trials: a draw that fails leaves them out and says why")
+
+# the draws like kevo's trials refuse what they cannot judge on
+for fill, want in ((lambda seed: [float("nan")], "output 0 is NaN or Inf everywhere"),
+                   (lambda seed: [3.0, 3.0], "output 0 is constant (every element is 3)"),
+                   (lambda seed: [1.0, 2.0], "two draws give identical outputs")):
+    def fake_fill(torch, t, init, fill=fill):
+        t.v = fill(FakeTorch.seed)
+        scaled.drawn = True
+    kb.draw_like_kevo = fake_fill
+    scaled = Scaled()
+    why = kb.degenerate(torch, Scaled(), "p.py", kb.first_draw(torch, list(Scaled().forward())),
+                        [kb.output_stats(torch, o) for o in Scaled().forward()],
+                        [("uniform", 0.0, 1.0)])
+    check(why is not None and why.startswith("in draws like kevo's trials") and want in why,
+          "trials refused: %s" % why)
+
+# ---- guess_init: what the recipe states for an input like this sample ----
+import random  # noqa: E402
+rnd = random.Random(14)
+probs = T([0.5 + rnd.gauss(0, 0.5) / 3.5 for _ in range(4096)])
+probs.v = [max(1e-3, a) for a in probs.v]
+g = kb.guess_init(torch, probs)
+check(g.startswith("uniform("), "guess_init: values of one sign that a normal would take past "
+      "zero are drawn in their range: %s" % g)
+g = kb.guess_init(torch, T([rnd.gauss(3, 1) for _ in range(4096)]))
+check(g.startswith("normal(3") or g.startswith("normal(2.9"), "guess_init: a normal: %s" % g)
+g = kb.guess_init(torch, T([10 + rnd.gauss(0, 0.5) for _ in range(4096)]))
+check(g.startswith("normal(10") or g.startswith("normal(9.9"),
+      "guess_init: positive values far from zero stay a normal: %s" % g)
 
 # ---- judge_bytes ----
 G = 1 << 30
