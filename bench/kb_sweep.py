@@ -89,7 +89,8 @@ ELEMENTWISE = {
 # K = 8192 could drift past a tolerance set from cuBLAS's own error.
 MATMUL = {
     "1_Square_matrix_multiplication_": "", "2_Standard_matrix_multiplication_": "",
-    "3_Batched_matrix_multiplication": "", "10_3D_tensor_matrix_multiplication": "",
+    "3_Batched_matrix_multiplication": "", "6_Matmul_with_large_K_dimension_": "",
+    "10_3D_tensor_matrix_multiplication": "",
     "12_Matmul_with_diagonal_matrices_": "diag", "13_Matmul_for_symmetric_matrices": "",
     "14_Matmul_for_upper_triangular_matrices": "triu",
     "15_Matmul_for_lower_triangular_matrices": "tril", "16_Matmul_with_transposed_A": "tA",
@@ -288,27 +289,88 @@ class Estimates:
 def reservation(est, capacity, phase="import"):
     """GPU bytes a problem may take at its peak in a phase ("import", "eval": the stub's
     evaluation, "run": kevo run with timing), from its estimate; 24 GiB when there is none
-    (one that runs out of memory beside others runs again alone). Calibrated on the H200
-    (nvidia-smi each second, ReLU at 6 + 6 GiB): the import took 38 GiB (torch's own peak
-    21.6 GiB, its cache and contexts the rest), the stub's evaluation 53 GiB (the worker's
-    three sets of every tensor to verify, docs/worker.md, and the bridge's outputs), kevo run
-    with timing 87 GiB (five sets, eager's and torch.compile's outputs)."""
+    (one that runs out of memory beside others runs again alone).
+
+    Measured, when an earlier sweep measured the problem (est["measured"]: its processes' GPU
+    memory each second, kb_procmem.tsv, and what its import printed: torch's peak, what the
+    forward adds): the sampled peak + 10% + 1 GiB, but at least torch's peak + 2 GiB for the
+    import and the bridge's judge_bytes + 2 GiB for the evaluation (one sample a second can
+    miss a short peak: these floors do not). Round A of 2026-12-01 on the H200: the formulas
+    below reserved twice what the processes used (268 s of the whole GPU's memory against
+    142 s).
+
+    Else from the footprint on torch's meta device, calibrated on the H200 (nvidia-smi each
+    second, ReLU at 6 + 6 GiB): the import 3x the footprint + 2 GiB (38 GiB: torch's own
+    peak 21.6 GiB, its cache and contexts the rest), the stub's evaluation what the bridge's
+    judge_bytes counts (three sets of every tensor in the worker, each rounded up to 2 MiB,
+    five trials' outputs and the weights in the bridge) + 2 GiB, kevo run with timing 5x the
+    footprint + 4x the outputs + 4 GiB (87 GiB: five sets, eager's and torch.compile's
+    outputs)."""
     if not est or est.get("ins") is None:
         return int(min(capacity, 24 * GIB))
     ins = est["ins"]
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
+    m = est.get("measured") or {}
+    # the bridge's judge_bytes: evaluating (three sets of every tensor in the worker, each
+    # rounded up to 2 MiB, five trials' outputs and the weights in the bridge) or supplying a
+    # trial's reference (one set of inputs, four trials' outputs, the weights, the forward's
+    # own peak above its inputs as the import measured it)
+    weights = est.get("weights", 0)
+    judge = max(3 * (fp + est.get("tensors", 0) * (2 << 20)) + 5 * outs + weights,
+                ins + 4 * outs + weights + max((m.get("forward_extra") or 0) * GIB, 2 * outs))
     if phase == "import":
         need = max(3 * fp, fp + 4 * GIB) + 2 * GIB
     elif phase == "run":
         need = 5 * fp + 4 * outs + 4 * GIB
-    else:  # or what the bridge's judge_bytes counts: three sets of every tensor in the worker
-        # (each allocation rounded up to 2 MiB), five trials' outputs and the weights in the
-        # bridge, and both processes' contexts
-        need = max(3.2 * fp + 2 * outs + 4 * GIB,
-                   3 * (fp + est.get("tensors", 0) * (2 << 20)) + 5 * outs +
-                   est.get("weights", 0) + 2 * GIB)
+    else:
+        need = max(3.2 * fp + 2 * outs + 4 * GIB, judge + 2 * GIB)
+    if m.get(phase):
+        seen = 1.1 * m[phase] * GIB + GIB
+        if phase == "import":
+            need = max(seen, (m.get("torch_import") or 0) * GIB + 2 * GIB)
+        elif phase == "eval":
+            need = max(seen, judge + 2 * GIB)
+        else:  # kevo run: 11 runs measured, at most 4% over the formula
+            need = max(seen, need)
     return int(min(capacity, need))
+
+
+def learn(out, dest):
+    """Writes dest: the estimates of the sweep in out (kb_estimates.json) with what it
+    measured of each problem (kb_procmem.tsv: its processes' peak GPU GiB in each phase;
+    kb_sweep.tsv: the import's own torch peak), for the next sweep's reservations."""
+    ests = json.load(open(os.path.join(out, "kb_estimates.json")))
+    peak = {}
+    for line in open(os.path.join(out, "kb_procmem.tsv")):
+        c = line.rstrip("\n").split("\t")
+        if len(c) == 4 and c[2].rstrip("?") in ("import", "eval", "run"):
+            k = (c[1], c[2].rstrip("?"))
+            peak[k] = max(peak.get(k, 0.0), int(c[3]) / 1024.0)
+    torch_peak, forward = {}, {}
+    for line in open(os.path.join(out, "kb_sweep.tsv")):
+        c = line.rstrip("\n").split("\t")
+        try:
+            torch_peak[c[0]] = float(c[3])
+            forward[c[0]] = float(c[11])
+        except (IndexError, ValueError):
+            pass
+    n = 0
+    for p, e in ests.items():
+        if not e:
+            continue
+        m = {ph: round(peak[(p, ph)], 2) for ph in ("import", "eval", "run") if (p, ph) in peak}
+        if p in torch_peak:
+            m["torch_import"] = torch_peak[p]
+        if p in forward:
+            m["forward_extra"] = forward[p]
+        if m:
+            e["measured"] = m
+            n += 1
+    with open(dest, "w") as f:
+        json.dump(ests, f, indent=0, sort_keys=True)
+        f.write("\n")
+    print("kb_sweep: %d estimates, %d with measurements, written to %s" % (len(ests), n, dest))
 
 
 # ---- the sweep -----------------------------------------------------------------------------
@@ -861,6 +923,8 @@ def main():
     ap.add_argument("--gpus", default=None)
     ap.add_argument("--slots", type=int, default=0, help="problems at once per GPU")
     ap.add_argument("--budget", type=float, default=3600, help="no problem starts after this")
+    ap.add_argument("--capacity-share", type=float, default=0.95,
+                    help="share of each GPU's memory the reservations may fill")
     ap.add_argument("--import-timeout", type=int, default=120)
     ap.add_argument("--eval-timeout", type=int, default=120)
     ap.add_argument("--run-timeout", type=int, default=240)
@@ -876,6 +940,9 @@ def main():
                     help="workers print how their start went (KEVO_WORKER_TIMING), half of "
                     "them compiling their kernels on a thread (KEVO_WORKER_COMPILE_THREAD)")
     ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
+    ap.add_argument("--learn", metavar="OUT",
+                    help="write --estimates from a sweep's OUT (its estimates, and what it "
+                    "measured of each problem's memory), and stop")
     ap.add_argument("--loopback-table", metavar="TSV",
                     help="print a sweep's kb_loopback.tsv as markdown, and stop")
     a = ap.parse_args()
@@ -885,15 +952,18 @@ def main():
     if a.loopback_table:
         loopback_table(a.loopback_table)
         return 0
+    if a.learn:
+        learn(a.learn, a.estimates)
+        return 0
     started = time.time()
     gpus, total = gpu_list()
     if a.gpus:
         gpus = [int(g) for g in a.gpus.split(",")]
     a.gpus = gpus
     a.loopback = set(p for p in a.loopback.split(",") if p)
-    a.capacity = int(0.9 * total)
+    a.capacity = int(a.capacity_share * total)
     if a.slots <= 0:
-        a.slots = max(1, min(12, (os.cpu_count() or 2) * 3 // 4 // len(gpus)))
+        a.slots = max(1, min(16, (os.cpu_count() or 2) // len(gpus)))
     os.makedirs(a.out, exist_ok=True)
     a.out = os.path.abspath(a.out)
     a.work = os.path.abspath(a.work or os.path.join(a.out, "work"))

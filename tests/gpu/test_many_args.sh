@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Needs a GPU. A launch with more than 4 KiB of kernel parameters (CUDA 12.1+ on Volta and
 # later take 32764 bytes; ResNet101 and DenseNet201 pass 600-odd tensors): a recipe of 700
-# inputs and one output whose reference kernel takes all 701 pointers (5.6 KiB) and sums
-# (j + 1) * w_j. A candidate that sums them in the other order is ok; one that leaves out the
-# last pointer (at the far end of the parameter buffer) is wrong; one of 4096 pointers is a
-# launch_error that says how many bytes it asked for.
+# inputs summed into one output. The reference adds them in seven launches of 100 pointers
+# (under 4 KiB each); a candidate taking all 701 pointers in one launch (5.6 KiB) and adding
+# them in the same order is ok, bit for bit; one that leaves out the last pointer (at the far
+# end of the parameter buffer) is wrong; one of 4096 pointers is a launch_error that says how
+# many bytes it asked for.
 set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,11 +29,11 @@ reference:
   file: ref.cu
 """ % (ins, 4 * (n + 1), 2 * n))
 names = ["w%d" % j for j in range(n)]
-def kernel(fname, order, skip_last=False):
-    sig = ", ".join("const float *__restrict__ %s" % w for w in names)
-    terms = [j for j in order if not (skip_last and j == n - 1)]
-    body = "\n".join("  s += %d.0f * w%d[i];" % (j + 1, j) for j in terms)
-    args = ", ".join('"%s"' % w for w in names)
+sig = lambda ws: ", ".join("const float *__restrict__ %s" % w for w in ws)
+def kernel(skip_last=False):
+    """The candidate: one launch of all 701 pointers (5.6 KiB of parameters), summing in
+    order (leaving out the last one: wrong)."""
+    body = "\n".join("  s += w%d[i];" % j for j in range(n) if not (skip_last and j == n - 1))
     return """/* kevo:launch
 return {kernels = {{name = "many", grid = {cdiv(N, 256)}, block = {256},
                     args = {%s, "y", i32(N)}}}}
@@ -44,10 +45,25 @@ extern "C" __global__ void many(%s, float *__restrict__ y, int N) {
 %s
   y[i] = s;
 }
-""" % (args, sig, body)
-open(tmp + "/ref.cu", "w").write(kernel("ref", range(n)))
-open(tmp + "/ok.cu", "w").write(kernel("ok", reversed(range(n))))
-open(tmp + "/wrong.cu", "w").write(kernel("wrong", range(n), skip_last=True))
+""" % (", ".join('"%s"' % w for w in names), sig(names), body)
+# the reference: seven launches of 100 pointers each (under 4 KiB of parameters), each adding
+# its hundred to y in the same order, so a right candidate matches it bit for bit
+ref, launches = [], []
+for c in range(n // 100):
+    ws = names[c * 100:(c + 1) * 100]
+    ref.append("""extern "C" __global__ void part%d(%s, float *__restrict__ y, int N) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= N) return;
+  float s = %s;
+%s
+  y[i] = s;
+}""" % (c, sig(ws), "0.0f" if c == 0 else "y[i]", "\n".join("  s += %s[i];" % w for w in ws)))
+    launches.append('{name = "part%d", grid = {cdiv(N, 256)}, block = {256}, args = {%s, "y", '
+                    'i32(N)}}' % (c, ", ".join('"%s"' % w for w in ws)))
+open(tmp + "/ref.cu", "w").write("/* kevo:launch\nreturn {kernels = {%s}}\n*/\n%s\n" % (
+    ",\n  ".join(launches), "\n".join(ref)))
+open(tmp + "/ok.cu", "w").write(kernel())
+open(tmp + "/wrong.cu", "w").write(kernel(skip_last=True))
 too = open(tmp + "/ok.cu").read().replace('"y", i32(N)}', '"y", i64(N), %s}' % ", ".join(
     '"w0"' for _ in range(3394)))  # 4096 arguments of 8 bytes
 open(tmp + "/too_many.cu", "w").write(too)

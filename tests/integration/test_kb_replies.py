@@ -69,6 +69,8 @@ CASES = [
      lambda x, g: matmul(x[0], x[1], 9, 9, 9)),
     ("2_Standard_matrix_multiplication_", {"M": 5, "K": 7, "N": 3},
      [("A", [5, 7]), ("B", [7, 3])], [5, 3], lambda x, g: matmul(x[0], x[1], 5, 7, 3)),
+    ("6_Matmul_with_large_K_dimension_", {"M": 3, "N": 4, "K": 50},
+     [("A", [3, 50]), ("B", [50, 4])], [3, 4], lambda x, g: matmul(x[0], x[1], 3, 50, 4)),
     ("16_Matmul_with_transposed_A", {"M": 5, "K": 7, "N": 3},
      [("A", [7, 5]), ("B", [7, 3])], [5, 3], lambda x, g: matmul(x[0], x[1], 5, 7, 3, ta=True)),
     ("17_Matmul_with_transposed_B", {"M": 5, "K": 7, "N": 3},
