@@ -132,7 +132,8 @@ local F32_DEFAULT = 1e-5 -- the recipe default for f32 (docs/recipes.md)
 -- once v > 2 (atol + rtol max|e|). Where all zeros (|e| <= atol + rtol |e| everywhere) or such a
 -- kernel would pass, atol shrinks to 8s (and rtol too if needed) so that atol + rtol max|e|
 -- stays under a tenth of what separates a right output from the wrong one (max|e| from zero,
--- v / 2 from a constant); when even 8s does not fit there, the problem is refused.
+-- half the spread from a constant), or for the movement under an eighth of it (its margin is
+-- already counted); when even 8s does not fit there, the problem is refused.
 local MOVED_MARGIN = 4
 
 -- What an output's statistics say against all-zero and constant kernels: the size a zero
@@ -145,17 +146,22 @@ local function variation(st)
   local function one(x)
     local spread = x.max - x.min
     local moved = tonumber(not isnull(x.moved) and x.moved or nil)
-    return math.max(spread, (moved or 0) / MOVED_MARGIN), spread, moved
+    -- the band a constant must fall in: under half of either; the room left for a rescaled
+    -- one: a tenth of that for the spread within a draw, the margin alone for the movement
+    local m = (moved or 0) / MOVED_MARGIN
+    return math.max(spread, m), spread, moved, math.max(spread / 20, m / 2)
   end
-  local v, spread, moved = one(st)
+  local v, spread, moved, room = one(st)
   local small, big, where = st.absmax, st.absmax, ""
   local tr = not isnull(st.trials) and type(st.trials) == "table" and st.trials or nil
   if tr and tonumber(tr.absmax) and tonumber(tr.min) and tonumber(tr.max) then
-    local v2, spread2, moved2 = one(tr)
-    if v2 < v then v, spread, moved, where = v2, spread2, moved2, " in draws like kevo's trials" end
+    local v2, spread2, moved2, room2 = one(tr)
+    if v2 < v then
+      v, spread, moved, room, where = v2, spread2, moved2, room2, " in draws like kevo's trials"
+    end
     small, big = math.min(small, tr.absmax), math.max(big, tr.absmax)
   end
-  return small, big, v, spread, moved, where
+  return small, big, v, spread, moved, where, room
 end
 
 function M.tolerance(d)
@@ -190,7 +196,7 @@ function M.tolerance(d)
     if o.dtype == "f32" and st and tonumber(st.absmax) and tonumber(st.min) and
       tonumber(st.max) then
       checked = true
-      local absmax, big, v, spread, moved, where = variation(st)
+      local absmax, big, v, spread, moved, where, croom = variation(st)
       local zeros_pass = absmax <= atol + rtol * absmax
       local constant_pass = v <= 2 * (atol + rtol * big)
       local shape = ("at most %.3g in size, spanning %.3g within a draw, moving %s between "
@@ -198,7 +204,7 @@ function M.tolerance(d)
         where)
       if zeros_pass or constant_pass then
         local room = math.min(zeros_pass and absmax / 10 or math.huge,
-                              constant_pass and v / 20 or math.huge)
+                              constant_pass and croom or math.huge)
         local floor8 = s > 0 and round_up(8 * s) or 0
         local a, r = floor8, rtol
         if a + r * big > room then r = floor8 end
