@@ -550,9 +550,8 @@ class Sweep:
         os.makedirs(rdir, exist_ok=True)
         base = os.path.join(rdir, name)
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), KEVO_PYTHON=a.python_standin)
-        if a.worker_timing:  # each worker says how its start went; half compile on a thread
-            env.update(KEVO_WORKER_TIMING="1",
-                       KEVO_WORKER_COMPILE_THREAD=str(sum(prob.encode()) % 2))
+        if a.worker_timing:  # each worker says how its start went
+            env.update(KEVO_WORKER_TIMING="1")
         est = self.ests.get(prob) or {}
         r = {"problem": prob, "gpu": gpu, "est_gib": "%.3g" % (need / GIB),
              "t0": "%.1f" % (time.time() - self.start)}
@@ -937,8 +936,7 @@ def main():
                     "whose file has the same sha256 is not estimated again")
     ap.add_argument("--no-zygote", action="store_true", help="a fresh python per bridge")
     ap.add_argument("--worker-timing", action="store_true",
-                    help="workers print how their start went (KEVO_WORKER_TIMING), half of "
-                    "them compiling their kernels on a thread (KEVO_WORKER_COMPILE_THREAD)")
+                    help="workers print how their start went (KEVO_WORKER_TIMING)")
     ap.add_argument("--table", metavar="TSV", help="print a sweep's TSV as markdown, and stop")
     ap.add_argument("--learn", metavar="OUT",
                     help="write --estimates from a sweep's OUT (its estimates, and what it "

@@ -7,7 +7,6 @@
 #include <cjson/cJSON.h>
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -106,29 +105,10 @@ static int attr(kevo_gpu *g, CUdevice_attribute a) {
   return v;
 }
 
-/* The worker's own kernels compiled with NVRTC on a thread of their own (no CUDA in it) while
- * the context is made (KEVO_WORKER_COMPILE_THREAD=1, while it is measured on the GPU host):
- * about 0.5 s of CPU that need not add to a worker's start. */
-typedef struct devk_job {
-  int major, minor, rc;
-  void *cubin;
-  size_t size;
-  kevo_error err;
-} devk_job;
-
-static void *devk_job_run(void *arg) {
-  devk_job *j = arg;
-  j->rc = devk_compile(j->major, j->minor, &j->cubin, &j->size, &j->err);
-  return NULL;
-}
-
 int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
   *out = NULL;
   kevo_gpu *g = calloc(1, sizeof *g);
   if (!g) return kevo_fail(err, KEVO_E_NOMEM, "no memory for the worker");
-  devk_job job = {0};
-  pthread_t compiler;
-  int compiling = 0;
   double t0 = wk_now_ms();
   int rc = cudrv_load(DRV, err), count = 0;
   if (rc) goto fail;
@@ -151,16 +131,6 @@ int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
   g->sms = attr(g, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   g->l2_bytes = (size_t)attr(g, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   g->clock_mhz = attr(g, CU_DEVICE_ATTRIBUTE_CLOCK_RATE) / 1000;
-  job.major = g->cc_major, job.minor = g->cc_minor;
-  const char *overlap = getenv("KEVO_WORKER_COMPILE_THREAD");
-  if (overlap && *overlap == '1') {
-    pthread_attr_t at; /* NVRTC's front end recurses: a main thread's stack, not less */
-    if (!pthread_attr_init(&at)) {
-      pthread_attr_setstacksize(&at, (size_t)64 << 20);
-      compiling = !pthread_create(&compiler, &at, devk_job_run, &job);
-      pthread_attr_destroy(&at);
-    }
-  }
   g->start_ms[0] = wk_now_ms() - t0;
   rc =
       gpu_check(g, DRV->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain", err);
@@ -176,18 +146,8 @@ int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
     rc = gpu_check(g, DRV->cuStreamCreate(&g->stream, CU_STREAM_DEFAULT), "cuStreamCreate", err);
   if (rc) goto fail;
   g->start_ms[1] = wk_now_ms() - t0;
-  if (compiling) pthread_join(compiler, NULL);
-  compiling = 0;
-  if (!job.cubin && !job.rc) devk_job_run(&job); /* no thread: compiled here */
+  if ((rc = devk_load(DRV, g->cc_major, g->cc_minor, &g->dk, err))) goto fail;
   g->start_ms[2] = wk_now_ms() - t0;
-  if (job.rc) {
-    *err = job.err;
-    rc = job.rc;
-    goto fail;
-  }
-  if ((rc = devk_load_cubin(DRV, job.cubin, &g->dk, err))) goto fail;
-  free(job.cubin);
-  job.cubin = NULL;
   g->flush_bytes = 2 * g->l2_bytes;
   if (g->flush_bytes < ((size_t)64 << 20)) g->flush_bytes = (size_t)64 << 20;
   rc = gpu_check(g, DRV->cuMemAlloc(&g->flush, g->flush_bytes), "L2 flush buffer", err);
@@ -217,8 +177,6 @@ int kevo_gpu_open(int ordinal, int measure, kevo_gpu **out, kevo_error *err) {
   *out = g;
   return KEVO_OK;
 fail:
-  if (compiling) pthread_join(compiler, NULL);
-  free(job.cubin);
   kevo_gpu_close(g);
   return rc;
 }
@@ -243,11 +201,8 @@ void kevo_gpu_close(kevo_gpu *g) {
 void kevo_gpu_print_start(const kevo_gpu *g, FILE *f) {
   fprintf(f,
           "kevo worker: device open in %.0f ms: known at %.0f, context at %.0f, its kernels "
-          "at %.0f (%s)\n",
-          g->start_ms[3], g->start_ms[0], g->start_ms[1], g->start_ms[2],
-          getenv("KEVO_WORKER_COMPILE_THREAD") && *getenv("KEVO_WORKER_COMPILE_THREAD") == '1'
-              ? "compiled on a thread beside the context"
-              : "compiled after the context");
+          "at %.0f (compiled and loaded)\n",
+          g->start_ms[3], g->start_ms[0], g->start_ms[1], g->start_ms[2]);
 }
 
 cJSON *kevo_gpu_device_json(const kevo_gpu *g) {
