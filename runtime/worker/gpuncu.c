@@ -48,6 +48,17 @@ static const char metrics[] =
     "smsp__average_thread_inst_executed_per_inst_executed.ratio,"
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,"
     "sm__inst_executed_pipe_tensor.sum,"
+    /* the other pipes (ncu's Compute Workload Analysis): cycles active where the counter
+     * exists, else instructions against the pipe's peak issue rate */
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,"
+    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,"
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,"
+    "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,"
+    "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,"
+    "sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active,"
+    "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,"
+    "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,"
+    "sm__issue_active.avg.pct_of_peak_sustained_active,"
     STALL("barrier") STALL("branch_resolving") STALL("dispatch_stall") STALL("drain")
     STALL("gmma") STALL("imc_miss") STALL("lg_throttle") STALL("long_scoreboard")
     STALL("math_pipe_throttle") STALL("membar") STALL("mio_throttle") STALL("misc")

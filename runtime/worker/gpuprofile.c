@@ -77,11 +77,12 @@ static void stamp(cJSON *t, const char *step) {
   cJSON_AddNumberToObject(t, step, wk_now_ms());
 }
 
-/* A flag of the child's environment (inherited through ncu from the worker): 1 when NAME is
- * set to anything but "0" or "". */
+/* The cuts of docs/profile.md "Cost" (KEVO_PROFILE_WARMUP, KEVO_PROFILE_FAST_EXIT,
+ * KEVO_PROFILE_EARLY_READ): on unless NAME is "0" in the environment (the child's is the
+ * worker's, through ncu), so each can be measured without it. */
 static int env_on(const char *name) {
   const char *v = getenv(name);
-  return v && *v && strcmp(v, "0");
+  return !v || strcmp(v, "0");
 }
 
 /* A standby's warm-up (KEVO_PROFILE_WARMUP): one tiny launch of the worker's own kv_rate, which
