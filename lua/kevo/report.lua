@@ -273,6 +273,8 @@ local PROFILE_FIGS = {
   {"st_efficiency_pct", "store eff. %", "%.1f", "global store: bytes used per sector (%)"},
   {"threads_per_inst", "threads/inst", "%.1f", "active threads per instruction (of 32)"},
   {"tensor_pct", "tensor %", "%.1f", "tensor cores busy (% of cycles)", short = true},
+  {"pipe_pct", "pipe %", "%.1f", "busiest other pipe: FMA, ALU, FP64, XU or LSU (% of peak)"},
+  {"issue_pct", "issue %", "%.1f", "issue slots busy (%)"},
 }
 M.PROFILE_FIGS = PROFILE_FIGS
 
