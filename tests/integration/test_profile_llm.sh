@@ -2,7 +2,7 @@
 # The profile stage end to end without a GPU: the fake worker (tests/integration/fake_worker.py)
 # answers profile requests with the metric sets recorded on an H200 (tests/fixtures/ncu/), a
 # loopback LLM replays a fixed script of replies (canned_llm_server.py: a bank-conflict kernel,
-# a register-limited one, an uncoalesced one, a copy), and the strategy
+# a register-limited one, an uncoalesced one, one bound by its FMA pipe, a copy), and the strategy
 # tests/fixtures/profile/profile_walk.lua profiles each kernel before asking for its rewrite.
 # Each prompt must name the bottleneck of the kernel before it (first in its ranked diagnosis);
 # kevo eval --profile prints the
@@ -53,7 +53,8 @@ fi
 mkdir -p strategies && cp "$fix/profile_walk.lua" strategies/
 r="$fix/replies"
 python3 "$src/tests/integration/canned_llm_server.py" \
-  "$r/1_bank.md,$r/2_registers.md,$r/3_uncoalesced.md,$r/4_copy.md" requests.jsonl >port &
+  "$r/1_bank.md,$r/2_registers.md,$r/3_uncoalesced.md,$r/4_fma.md,$r/5_copy.md" requests.jsonl \
+  >port &
 srv_pid=$!
 for _ in $(seq 100); do grep -q PORT port 2>/dev/null && break; sleep 0.1; done
 port=$(sed -n 's/^PORT //p' port)
@@ -64,10 +65,10 @@ KEVO_FAKE_PROFILE="$rec" KEVO_LLM_BASE_URL="http://127.0.0.1:$port/v1" "$kevo" r
 python3 - requests.jsonl <<'PY' && ok "each prompt names the bottleneck of the kernel before it" || bad "prompts"
 import json, sys
 want = ["memory-bound at", "bank conflicts", "registers per thread", "uncoalesced global loads",
-        "memory-bound at"]
+        "compute-bound on the FMA pipe", "memory-bound at"]
 reqs = [json.loads(l) for l in open(sys.argv[1])]
 users = [[m["content"] for m in r["messages"] if m["role"] == "user"][-1] for r in reqs]
-assert len(users) == 5, "%d prompts, want 5" % len(users)
+assert len(users) == 6, "%d prompts, want 6" % len(users)
 for i, (u, w) in enumerate(zip(users, want)):
     at = u.find("Hardware profile")
     assert at >= 0, "prompt %d has no profile" % (i + 1)
