@@ -4,7 +4,8 @@
 #     single candidate and one of eight (one ncu run each) and prints the wall time of each, the
 #     time per candidate in the batch and the marginal one;
 #  2. the diagnosis of the known kernels (a copy near peak DRAM, bank conflicts, register-limited,
-#     uncoalesced, tensor cores, the FMA pipe) from the metric sets just measured (tests/gpu/profile_diagnose.lua);
+#     uncoalesced, tensor cores, the FMA pipe) from the metric sets just measured
+#     (tests/gpu/profile_diagnose.lua);
 #  3. with the loopback LLM replaying a fixed script of replies, that each prompt names the
 #     bottleneck of the kernel before it (tests/integration/test_profile_llm.sh fed the metric
 #     sets of step 1: the fake worker stands in only for verification, which these kernels,
