@@ -15,8 +15,8 @@ every `kevo import` and `kevo eval` (KEVO_PYTHON is its stand-in); problems run 
 once per GPU, packed by an estimate of the GPU memory each phase needs (from its footprint on
 torch's meta device: no GPU, no data; kept in bench/kb_estimates.json for a file of the same
 sha256), the largest first. Each phase (the import, the stub's evaluation, kevo run for a
---loopback problem) holds its reservation only while it runs, and a started problem's next
-phase goes before new problems. A problem that fails beside others for lack of memory runs
+--loopback problem) holds its reservation only while it runs; the largest request leads, a
+started problem's next phase or a new one. A problem that fails beside others for lack of memory runs
 again alone on a GPU. Each import and each evaluation has a time limit (a row `timeout`, and
 the sweep goes on); no problem starts after --budget seconds, and the summary says how many
 never started.
@@ -378,8 +378,9 @@ def learn(out, dest):
 class Sweep:
     """Problems run in phases (import, the stub's evaluation, kevo run for --loopback ones),
     each holding its own reservation of its GPU's memory only while it runs: a problem's
-    evaluation may overlap another's import. Requests waiting for memory (a started problem's
-    next phase) come before new problems; among them the largest is the head."""
+    evaluation may overlap another's import. The largest request is the head (a started
+    problem's next phase waiting for memory, or a new problem while a lane is free); at most
+    a.slots phases run at once per GPU, and a.lanes problems may be started."""
 
     def __init__(self, a, problems, ests):
         self.a = a
@@ -389,6 +390,8 @@ class Sweep:
         self.backfill = {g: 0 for g in a.gpus}  # bytes granted beside a head that did not fit
         self.free = {g: a.capacity for g in a.gpus}
         self.waits = []  # started problems' next phases waiting for memory: [need, gpu, id]
+        self.busy = {g: 0 for g in a.gpus}  # problems started and not ended (<= a.lanes)
+        self.running = {g: 0 for g in a.gpus}  # phases holding a reservation (<= a.slots)
         self.procs = set()
         self.stopping = False
         self.start = time.time()
@@ -397,6 +400,7 @@ class Sweep:
         self.started = set()
         self.alone = set()  # problems to run again alone on a GPU (an OOM beside others)
         self.inflight = {}  # problem -> its phase, for the samples
+        self.needs = {}  # (problem, phase) -> its reservation
         self.group_of = {}  # process group (a kevo command's pid) -> its problem
 
     def row(self, r):
@@ -412,24 +416,37 @@ class Sweep:
         print("[%5.0fs] %s" % (time.time() - self.start, line.replace("\t", " | ")), flush=True)
 
     def need(self, p, phase="import"):
-        return self.a.capacity if p in self.alone else \
-            reservation(self.ests.get(p), self.a.capacity, phase)
+        if p in self.alone:
+            return self.a.capacity
+        k = (p, phase)
+        if k not in self.needs:  # kept once the estimate is known
+            got = reservation(self.ests.get(p), self.a.capacity, phase)
+            if not self.ests.ready(p):
+                return got
+            self.needs[k] = got
+        return self.needs[k]
 
     def _head(self, gpu, ready):
-        """The largest request waiting on gpu (a started problem's next phase), else the
-        largest new problem ready to start: (need, id or problem) or None."""
-        waits = [w for w in self.waits if w[1] == gpu]
-        if waits:
-            w = max(waits, key=lambda x: x[0])
-            return w[0], w[2]
-        if ready:
-            return self.need(ready[0]), ready[0]
-        return None
+        """The largest request on gpu: a started problem's next phase waiting for memory, or
+        the largest new problem ready to start while a lane is free (a wait wins a tie):
+        (need, id or problem) or None. Largest first, whichever it is: a large problem kept
+        waiting behind smaller phases would end the sweep alone."""
+        head = None
+        for w in self.waits:
+            if w[1] == gpu and (head is None or w[0] > head[0]):
+                head = (w[0], w[2])
+        if ready and self.busy[gpu] < self.a.lanes:
+            need = self.need(ready[0])
+            if head is None or need > head[0]:
+                head = (need, ready[0])
+        return head
 
     def _grant(self, gpu, need, is_head):
         """Whether need may be granted now: the head when it fits; another request only in
         what the head leaves (the capacity less the head's need less what other such grants
         hold), so that the head fits as soon as the running ones end. Returns (ok, backfill)."""
+        if self.running[gpu] >= self.a.slots:
+            return False, False
         if is_head:
             return need <= self.free[gpu], False
         head = self._head(gpu, self._ready())
@@ -442,6 +459,7 @@ class Sweep:
                       reverse=True)
 
     def _hold(self, gpu, need, fill):
+        self.running[gpu] += 1
         self.free[gpu] -= need
         if fill:
             self.backfill[gpu] += need
@@ -462,6 +480,7 @@ class Sweep:
                     if ok:
                         self.pending.remove(p)
                         self.started.add(p)
+                        self.busy[gpu] += 1
                         self._hold(gpu, need, fill)
                         self.inflight[p] = "import"
                         return p, need, fill
@@ -477,7 +496,7 @@ class Sweep:
             self.inflight[prob] = phase + "?"
             try:
                 while not self.stopping:
-                    head = self._head(gpu, [])
+                    head = self._head(gpu, self._ready())
                     ok, fill = self._grant(gpu, need, head[1] is w[2])
                     if ok:
                         self._hold(gpu, need, fill)
@@ -489,8 +508,15 @@ class Sweep:
                 self.waits.remove(w)
                 self.lock.notify_all()
 
+    def ended(self, gpu):
+        """A problem take() gave is done with (its lane is free)."""
+        with self.lock:
+            self.busy[gpu] -= 1
+            self.lock.notify_all()
+
     def release(self, gpu, prob, need, fill):
         with self.lock:
+            self.running[gpu] -= 1
             self.free[gpu] += need
             if fill:
                 self.backfill[gpu] -= need
@@ -676,6 +702,7 @@ class Sweep:
             finally:
                 if held:
                     self.release(gpu, prob, *held)
+                self.ended(gpu)
             if self.stopping and r["outcome"] != "judged":
                 r.update(outcome="timeout", detail="cut by the end of the sweep")
             # a failure beside other problems may be theirs (the GPU's memory was shared):
@@ -962,6 +989,7 @@ def main():
     a.capacity = int(a.capacity_share * total)
     if a.slots <= 0:
         a.slots = max(1, min(16, (os.cpu_count() or 2) // len(gpus)))
+    a.lanes = 2 * a.slots  # a problem waiting for memory between phases holds a lane only
     os.makedirs(a.out, exist_ok=True)
     a.out = os.path.abspath(a.out)
     a.work = os.path.abspath(a.work or os.path.join(a.out, "work"))
@@ -1017,7 +1045,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     lanes = [threading.Thread(target=sw.lane, args=(g,), daemon=True)
-             for g in gpus for _ in range(a.slots)]
+             for g in gpus for _ in range(a.lanes)]
     threading.Thread(target=sw.sample_memory, daemon=True).start()
     threading.Thread(target=sw.sample_processes, daemon=True).start()
     for t in lanes:
