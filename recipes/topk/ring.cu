@@ -12,7 +12,8 @@
  *    K-th best of the lanes' two best keys each (64 distinct elements, K <= 64). An element goes
  *    to the warp's candidate buffer in shared memory (CAP keys) only when its key reaches tk: one
  *    vote per batch when no lane has a value that high (most batches), then per float4 either a
- *    ballot per element (PUSH 0) or one flag word per lane and three ballots (PUSH 1).
+ *    ballot per element (PUSH 0), one flag word per lane and three ballots (PUSH 1), or a value
+ *    ballot per element first and the key's work only for elements some lane has (PUSH 2).
  *  - Before a push that would overflow the buffer, the warp sorts it (bitonic, __syncwarp only),
  *    keeps its K best and raises tk to the K-th: the buffer holds every element at or above tk.
  *    The warps of a row share their tk through shared memory (any warp's K-th best is a lower
@@ -22,7 +23,8 @@
  *  - Rows whose length or alignment does not allow 16-byte copies load element by element.
  * Knobs: ROWS (rows per block), SPLIT (warps per row: 1, 2 or 4), STAGES (ring slots per warp),
  * VEC (float4 per lane per batch), CAP (keys per warp), PF (L2 prefetch size of each copy: 0
- * none, 1 128 B, 2 256 B), PUSH (the slow path: 0 a ballot per element, 1 per float4). */
+ * none, 1 128 B, 2 256 B), PUSH (the slow path: 0 a ballot per element, 1 per float4, 2 a value
+ * ballot first), MINB (blocks per SM the register count must allow; default: 16 warps). */
 /* kevo:launch
 return {
   kernels = {
@@ -33,7 +35,7 @@ return {
 }
 */
 #ifndef ROWS
-#define ROWS 4
+#define ROWS 1
 #endif
 #ifndef SPLIT
 #define SPLIT 1
@@ -42,7 +44,7 @@ return {
 #define STAGES 4
 #endif
 #ifndef VEC
-#define VEC 2
+#define VEC 4
 #endif
 #ifndef CAP
 #define CAP 256
@@ -51,7 +53,12 @@ return {
 #define PF 0
 #endif
 #ifndef PUSH
-#define PUSH 1
+#define PUSH 2
+#endif
+/* blocks per SM the registers must allow: a warp per row wants 16 warps per SM (2048 rows on 132
+ * SMs in one wave), i.e. at most 128 registers per thread */
+#ifndef MINB
+#define MINB (16 / (ROWS * SPLIT) > 0 ? 16 / (ROWS * SPLIT) : 1)
 #endif
 #if CAP < 128 || (CAP & (CAP - 1)) != 0
 #error "CAP must be a power of two of at least 128 (K <= 64 kept, 32 pushed at once)"
@@ -92,19 +99,33 @@ __device__ __forceinline__ int pow2_at_least(int n) {
 }
 
 /* Sorts buf[0 .. size) descending within one warp (size a power of two >= 32); slots from n on
- * are first set to 0 (below every key). */
+ * are first set to 0 (below every key). A stage's pairs are disjoint: each lane loads up to four
+ * pairs before it stores any, so their shared-memory latencies overlap. */
 __device__ __noinline__ void warp_sort_desc(u64* buf, int n, int size, int lane) {
   for (int i = n + lane; i < size; i += 32) buf[i] = 0;
   __syncwarp();
+  const int half = size / 2;
   for (int w = 2; w <= size; w <<= 1)
     for (int stride = w >> 1; stride > 0; stride >>= 1) {
-      for (int i = lane; i < size / 2; i += 32) {
-        const int a = 2 * i - (i & (stride - 1)), b = a + stride;
-        const bool desc = (a & w) == 0;
-        const u64 x = buf[a], y = buf[b];
-        if ((x < y) == desc) {
-          buf[a] = y;
-          buf[b] = x;
+      for (int i0 = lane; i0 < half; i0 += 128) {
+        u64 xa[4], xb[4];
+        int ia[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          const int i = i0 + 32 * q;
+          ia[q] = 2 * i - (i & (stride - 1));
+          if (i < half) {
+            xa[q] = buf[ia[q]];
+            xb[q] = buf[ia[q] + stride];
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+          const bool desc = (ia[q] & w) == 0;
+          if (i0 + 32 * q < half && (xa[q] < xb[q]) == desc) {
+            buf[ia[q]] = xb[q];
+            buf[ia[q] + stride] = xa[q];
+          }
         }
       }
       __syncwarp();
@@ -251,6 +272,11 @@ __device__ __forceinline__ void push_batch(const batch_t& r, cand_t& c, int base
     const int e = base + (u * 32 + lane) * 4;
 #if PUSH == 1
     push_four(f, e, c, hi, K, lane);
+#elif PUSH == 2
+    if (__ballot_sync(0xffffffffu, f.x >= c.thr)) push_one(f.x, e, c, hi, K, lane);
+    if (__ballot_sync(0xffffffffu, f.y >= c.thr)) push_one(f.y, e + 1, c, hi, K, lane);
+    if (__ballot_sync(0xffffffffu, f.z >= c.thr)) push_one(f.z, e + 2, c, hi, K, lane);
+    if (__ballot_sync(0xffffffffu, f.w >= c.thr)) push_one(f.w, e + 3, c, hi, K, lane);
 #else
     push_one(f.x, e, c, hi, K, lane);
     push_one(f.y, e + 1, c, hi, K, lane);
@@ -324,22 +350,32 @@ __device__ __forceinline__ void scan_ring(const float* xr, float4* ring, cand_t&
   }
   int slot = 0, ahead = STAGES - 1; /* ring slot of batch b, and of batch b + STAGES - 1 */
   for (int b = 0; b < nb; b++) {
-    const int bn = b + STAGES - 1;
-    if (bn < nb)
+    const int bn = b + STAGES - 1, next = lo + bn * step;
+    if (next + step <= hi) { /* a whole batch: no bounds to check (all but the last) */
+#pragma unroll
+      for (int u = 0; u < VEC; u++)
+        copy16(ring + ahead * VEC * 32 + u * 32 + lane, xr + next + (u * 32 + lane) * 4);
+    } else if (bn < nb) {
 #pragma unroll
       for (int u = 0; u < VEC; u++) {
-        const int e = lo + bn * step + (u * 32 + lane) * 4;
+        const int e = next + (u * 32 + lane) * 4;
         if (e < hi) copy16(ring + ahead * VEC * 32 + u * 32 + lane, xr + e);
       }
+    }
     copy_commit();
     copy_wait(); /* batch b has landed (this thread's part of it, all this thread reads) */
     const int base = lo + b * step;
     batch_t r;
+    if (base + step <= hi) {
 #pragma unroll
-    for (int u = 0; u < VEC; u++) {
-      const int e = base + (u * 32 + lane) * 4;
-      r.v[u] = e < hi ? ring[slot * VEC * 32 + u * 32 + lane]
-                      : make_float4(ninf, ninf, ninf, ninf);
+      for (int u = 0; u < VEC; u++) r.v[u] = ring[slot * VEC * 32 + u * 32 + lane];
+    } else {
+#pragma unroll
+      for (int u = 0; u < VEC; u++) {
+        const int e = base + (u * 32 + lane) * 4;
+        r.v[u] = e < hi ? ring[slot * VEC * 32 + u * 32 + lane]
+                        : make_float4(ninf, ninf, ninf, ninf);
+      }
     }
     if (b == 0) first_threshold(r, c, lo, hi, K, lane);
     filter(r, c, base, hi, K, lane);
@@ -369,7 +405,7 @@ __device__ __forceinline__ void scan_plain(const float* xr, cand_t& c, int lo, i
   }
 }
 
-extern "C" __global__ void __launch_bounds__(32 * ROWS * SPLIT)
+extern "C" __global__ void __launch_bounds__(32 * ROWS * SPLIT, MINB)
     topk(const float* __restrict__ x, float* __restrict__ values, long long* __restrict__ indices,
          int M, int V, int K) {
   extern __shared__ __align__(16) unsigned char smem[];
