@@ -90,7 +90,8 @@ ELEMENTWISE = {
 MATMUL = {
     "1_Square_matrix_multiplication_": "", "2_Standard_matrix_multiplication_": "",
     "3_Batched_matrix_multiplication": "", "6_Matmul_with_large_K_dimension_": "",
-    "10_3D_tensor_matrix_multiplication": "",
+    "7_Matmul_with_small_K_dimension_": "", "9_Tall_skinny_matrix_multiplication_": "",
+    "10_3D_tensor_matrix_multiplication": "", "11_4D_tensor_matrix_multiplication": "",
     "12_Matmul_with_diagonal_matrices_": "diag", "13_Matmul_for_symmetric_matrices": "",
     "14_Matmul_for_upper_triangular_matrices": "triu",
     "15_Matmul_for_lower_triangular_matrices": "tril", "16_Matmul_with_transposed_A": "tA",
@@ -306,9 +307,9 @@ def reservation(est, capacity, phase="import"):
     five trials' outputs and the weights in the bridge) + 2 GiB, kevo run with timing 5x the
     footprint + 4x the outputs + 4 GiB (87 GiB: five sets, eager's and torch.compile's
     outputs)."""
-    if not est or est.get("ins") is None:
+    if not est or (est.get("ins") is None and not (est.get("measured") or {}).get(phase)):
         return int(min(capacity, 24 * GIB))
-    ins = est["ins"]
+    ins = est.get("ins") or 0
     outs = est["outs"] if est.get("outs") is not None else ins
     fp = ins + outs
     m = est.get("measured") or {}
@@ -454,8 +455,14 @@ class Sweep:
                    self.backfill[gpu])
         return need <= room, True
 
+    def size(self, p):
+        """The order new problems start in: the largest reservation of any of their phases
+        (a 12 GiB ReLU imports in 24 GiB but is judged in 68: it must not be left for last)."""
+        phases = ("import", "eval", "run") if p in self.a.loopback else ("import", "eval")
+        return max(self.need(p, ph) for ph in phases)
+
     def _ready(self):
-        return sorted((p for p in self.pending if self.ests.ready(p)), key=self.need,
+        return sorted((p for p in self.pending if self.ests.ready(p)), key=self.size,
                       reverse=True)
 
     def _hold(self, gpu, need, fill):

@@ -71,6 +71,15 @@ CASES = [
      [("A", [5, 7]), ("B", [7, 3])], [5, 3], lambda x, g: matmul(x[0], x[1], 5, 7, 3)),
     ("6_Matmul_with_large_K_dimension_", {"M": 3, "N": 4, "K": 50},
      [("A", [3, 50]), ("B", [50, 4])], [3, 4], lambda x, g: matmul(x[0], x[1], 3, 50, 4)),
+    ("7_Matmul_with_small_K_dimension_", {"M": 6, "N": 7, "K": 3},
+     [("A", [6, 3]), ("B", [3, 7])], [6, 7], lambda x, g: matmul(x[0], x[1], 6, 3, 7)),
+    # tall and skinny: the inner dimension is named N, the output M x M
+    ("9_Tall_skinny_matrix_multiplication_", {"M": 9, "N": 2},
+     [("A", [9, 2]), ("B", [2, 9])], [9, 9], lambda x, g: matmul(x[0], x[1], 9, 2, 9)),
+    # einsum("bijl,lk->bijk"): sizes named b, i, j, l, k like the kernel's own loop counters
+    ("11_4D_tensor_matrix_multiplication", {"b": 2, "i": 3, "j": 4, "l": 5, "k": 6},
+     [("A", [2, 3, 4, 5]), ("B", [5, 6])], [2, 3, 4, 6],
+     lambda x, g: matmul(x[0], x[1], 24, 5, 6)),
     ("16_Matmul_with_transposed_A", {"M": 5, "K": 7, "N": 3},
      [("A", [7, 5]), ("B", [7, 3])], [5, 3], lambda x, g: matmul(x[0], x[1], 5, 7, 3, ta=True)),
     ("17_Matmul_with_transposed_B", {"M": 5, "K": 7, "N": 3},
