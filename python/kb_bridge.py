@@ -552,6 +552,7 @@ def trial_stats(torch, prob, inits, stats):
                                                                             fmt(tr["min"]))
         digest = device_digest(torch, outs)
         samples = [output_sample(o) for o in outs]
+        o = None  # the loop's last output would outlive `del outs` (round B: 2x F, level1/7)
         del outs
         outs = draw(TRIAL_SEED + 1)
         if device_digest(torch, outs) == digest:
