@@ -250,6 +250,11 @@ cJSON *eval_profile_summary(const cJSON *kernels) {
   if (ldr > 0) put(s, "ld_sectors_per_req", lds / ldr, 0.01);
   if (str > 0) put(s, "st_sectors_per_req", sts / str, 0.01);
   if (ldr > 0) put(s, "ld_efficiency_pct", acc_avg(&a[LDE]), 0.1);
+  /* the share of DRAM's reads that plain global loads asked for: a kernel that streams its
+     input by cp.async (LDGSTS) leaves only a few ld requests in these counters, and their
+     bytes-per-sector figure (0% there) says nothing about how the kernel reads */
+  double rd = acc_sum(&a[RD]);
+  if (ldr > 0 && !isnan(rd) && rd > 0) put(s, "ld_share_pct", 100 * 32 * lds / rd, 0.1);
   if (str > 0) put(s, "st_efficiency_pct", acc_avg(&a[STE]), 0.1);
   put(s, "branch_uniform_pct", acc_avg(&a[BR]), 0.1);
   put(s, "threads_per_inst", acc_avg(&a[TPI]), 0.01);
@@ -382,7 +387,9 @@ cJSON *eval_profile_diagnose(const cJSON *s, const char *bound) {
             "memory-bound at %.0f%% of DRAM bandwidth%s: nothing left to win here but "
             "moving fewer bytes",
             dram, by);
-  if (!isnan(lde) && lde < 60 && num(s, "ld_sectors_per_req") > 0)
+  double ld_share = num(s, "ld_share_pct");
+  if (!isnan(lde) && lde < 60 && num(s, "ld_sectors_per_req") > 0 &&
+      (isnan(ld_share) || ld_share >= 10))
     finding(list, "uncoalesced", 50 + (60 - lde),
             "uncoalesced global loads: %.0f%% of each 32-byte sector used (%.1f sectors per "
             "request): let neighbouring threads read neighbouring addresses",

@@ -105,6 +105,12 @@ do
     plan("wasteful", {[SM] = 30, [DRAM] = 93, [LDE] = 50,
                       ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 8e6,
                       ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 1e6}),
+    -- a ring filled by cp.async: a few plain loads (the tail) with no bytes counted per
+    -- sector, against 1 GB read from DRAM; they say nothing about how the kernel reads
+    plan("cp_async", {[SM] = 57, [DRAM] = 61, [LDE] = 0,
+                      ["dram__bytes_read.sum"] = 1.05e9,
+                      ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 3.2e4,
+                      ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 2e3}),
     plan("busy_not_bound", {[SM] = 40, [DRAM] = 85, [TENSOR] = 35}),
     -- the other pipes: the busiest one names the limit of a compute-bound kernel
     plan("fma_pipe", {[SM] = 90, [DRAM] = 5, [TENSOR] = 0, [FMA_C] = 87, [FMA_I] = 80,
@@ -131,6 +137,9 @@ do
   assert(k[1] == "compute_bound", table.concat(k, ","))
   k = kinds("wasteful", "memory")
   assert(k[1] == "uncoalesced" and k[2] == "dram_peak", table.concat(k, ","))
+  k, p = kinds("cp_async", "memory")
+  for _, d in ipairs(p.diagnosis) do assert(d.kind ~= "uncoalesced", d.text) end
+  assert(p.candidate.ld_share_pct < 10, tostring(p.candidate.ld_share_pct))
   k, p = kinds("busy_not_bound", "memory") -- not compute-bound: the tensor figure is a note
   assert(k[1] == "dram_peak", table.concat(k, ","))
   assert(p.diagnosis[1].text:find("memory-bound at 85% of DRAM bandwidth: ", 1, true) == 1,
