@@ -419,12 +419,6 @@ static int buffer_list(checker *c, char *out, size_t cap) {
 }
 
 /* One argument at the top of the stack into args. */
-/* The parameter layout: each argument aligned to its own size, as the compiler lays it out
- * (the worker counts the same way, gpuplan.c). */
-static void param_add(size_t *bytes, size_t size) {
-  *bytes = (*bytes + size - 1) / size * size + size;
-}
-
 /* One argument (at the top of the stack) into args; *bytes grows by its parameter's size. */
 static int check_arg(checker *c, const char *path, cJSON *args, size_t *bytes) {
   lua_State *L = c->L;
@@ -439,11 +433,11 @@ static int check_arg(checker *c, const char *path, cJSON *args, size_t *bytes) {
       return bad(c, "%s: '%s' names no tensor or scratch buffer (known: %s)", path, name, names);
     }
     cJSON_AddStringToObject(a, "buf", name);
-    param_add(bytes, 8);
+    *bytes = kevo_proto_param_add(*bytes, "buf");
     return KEVO_OK;
   }
   if (t == LUA_TNUMBER) {
-    param_add(bytes, 4); /* a plain number is an i32 or an f32 */
+    *bytes = kevo_proto_param_add(*bytes, "i32"); /* a plain number is an i32 or an f32 */
     if (lua_isinteger(L, -1)) {
       lua_Integer v = lua_tointeger(L, -1);
       if (v < INT32_MIN || v > INT32_MAX)
@@ -466,7 +460,7 @@ static int check_arg(checker *c, const char *path, cJSON *args, size_t *bytes) {
       const char *kind = lua_tostring(L, -1);
       lua_rawgeti(L, -2, 2); /* stack: arg kind value */
       int rc = KEVO_OK;
-      param_add(bytes, strcmp(kind, "i32") && strcmp(kind, "u32") && strcmp(kind, "f32") ? 8 : 4);
+      *bytes = kevo_proto_param_add(*bytes, kind);
       if (!strcmp(kind, "buf")) {
         const char *name = lua_tostring(L, -1);
         if (!known_buffer(c, name)) {

@@ -7,6 +7,7 @@
 #define KEVO_PROTO_H
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "status.h"
@@ -31,6 +32,15 @@ enum {
   KEVO_PROTO_MAX_PARAM_BYTES = 32764,
 };
 #define KEVO_PROTO_MAX_BLOB ((size_t)1 << 30) /* bytes in one blob */
+
+/* The kernel-parameter bytes after one more argument of `kind` ("buf", "i32", "u32", "f32",
+ * "i64", ...): each argument aligned to its own size, as the compiler lays parameters out
+ * (a 32-bit scalar 4 bytes, a pointer or a 64-bit scalar 8). The launch chunk's resolver and
+ * the worker count with it against KEVO_PROTO_MAX_PARAM_BYTES. */
+static inline size_t kevo_proto_param_add(size_t bytes, const char *kind) {
+  size_t size = !strcmp(kind, "i32") || !strcmp(kind, "u32") || !strcmp(kind, "f32") ? 4 : 8;
+  return (bytes + size - 1) / size * size + size;
+}
 
 /* The verdicts of an evaluation result (docs/architecture.md "Evaluation result"), "ok" first,
  * then the failures in the order a run's summary lists them. The one list of them: C writes

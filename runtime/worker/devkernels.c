@@ -290,19 +290,8 @@ int devk_compile(int major, int minor, void **cubin_out, size_t *size_out, kevo_
   return rc;
 }
 
-int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
-  memset(k, 0, sizeof *k);
-  void *cubin = NULL;
-  size_t size = 0;
-  int rc = devk_compile(major, minor, &cubin, &size, err);
-  if (rc) return rc;
-  rc = devk_load_cubin(d, cubin, k, err);
-  free(cubin);
-  return rc;
-}
-
-int devk_load_cubin(const cudrv *d, const void *cubin, devk *k, kevo_error *err) {
-  memset(k, 0, sizeof *k);
+/* Loads the cubin devk_compile made into k (the caller frees it). */
+static int load_cubin(const cudrv *d, const void *cubin, devk *k, kevo_error *err) {
   int rc;
   CUresult r = d->cuModuleLoadData(&k->mod, cubin);
   if (r != CUDA_SUCCESS)
@@ -323,6 +312,17 @@ int devk_load_cubin(const cudrv *d, const void *cubin, devk *k, kevo_error *err)
     }
   }
   return KEVO_OK;
+}
+
+int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err) {
+  memset(k, 0, sizeof *k);
+  void *cubin = NULL;
+  size_t size = 0;
+  int rc = devk_compile(major, minor, &cubin, &size, err);
+  if (rc) return rc;
+  rc = load_cubin(d, cubin, k, err);
+  free(cubin);
+  return rc;
 }
 
 void devk_unload(const cudrv *d, devk *k) {

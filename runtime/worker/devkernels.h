@@ -45,8 +45,6 @@ int devk_compile(int major, int minor, void **cubin, size_t *size, kevo_error *e
 /* Compiles and loads the kernels for compute capability major.minor. KEVO_E_CUDA on failure
  * (the NVRTC log in err). A context must be current. */
 int devk_load(const cudrv *d, int major, int minor, devk *k, kevo_error *err);
-/* Loads a cubin devk_compile made (the caller keeps it). A context must be current. */
-int devk_load_cubin(const cudrv *d, const void *cubin, devk *k, kevo_error *err);
 void devk_unload(const cudrv *d, devk *k);
 
 /* The launches return the CUresult of cuLaunchKernel; all run on stream s. */

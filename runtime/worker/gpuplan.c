@@ -297,22 +297,13 @@ static int params_cap(const wk_eval *e) {
   return e->g->driver >= 12010 && e->g->cc_major >= 7 ? KEVO_PROTO_MAX_PARAM_BYTES : 4096;
 }
 
-static int params_too_large(const wk_eval *e, size_t bytes) {
-  return bytes > (size_t)params_cap(e);
-}
-
-/* The parameter layout: each argument aligned to its own size, as the compiler lays it out. */
-static void param_add(size_t *bytes, size_t size) {
-  *bytes = (*bytes + size - 1) / size * size + size;
-}
-
 static int set_arg(const cJSON *a, wk_arg *out, void **p, short *tensor, wk_shape *s, wk_plan *plan,
                    int nt, size_t *bytes, const char **why) {
   const cJSON *v = a->child;
   *tensor = -1;
   if (!cJSON_IsObject(a) || !v || v->next) return *why = "an arg is one {kind: value}", -1;
   const char *k = v->string;
-  param_add(bytes, !strcmp(k, "i32") || !strcmp(k, "u32") || !strcmp(k, "f32") ? 4 : 8);
+  *bytes = kevo_proto_param_add(*bytes, k);
   if (!strcmp(k, "buf")) {
     int ti;
     wk_buf *b = cJSON_IsString(v) ? find_buf(s, plan, v->valuestring, nt, &ti) : NULL;
@@ -418,7 +409,7 @@ int wk_plan_prepare(wk_eval *e, wk_shape *s, const cJSON *pj, wk_plan *p, int ca
         return wk_fail(e, bad, "verify", "%s kernel %s: args[%d]: %s", who, name, l->nargs, why);
       l->nargs++;
     }
-    if (params_too_large(e, bytes))
+    if (bytes > (size_t)params_cap(e))
       return wk_fail(e, bad, "verify",
                      "%s kernel %s: its %d arguments take %zu bytes of kernel parameters; this "
                      "GPU and driver (%d.%d, compute capability %d.%d) take at most %d (32764 "
