@@ -318,6 +318,7 @@ static int wait_ncu(pid_t pid, double t0, double deadline_ms, const char *dir, i
   snprintf(mpath, sizeof mpath, "%s/manifest", dir);
   snprintf(csv, sizeof csv, "%s/ncu.csv", dir);
   int want = -1, per = metric_count();
+  off_t seen = -1; /* the CSV's size at its last count: read again only once it grew */
   for (;;) {
     int st;
     pid_t w = waitpid(pid, &st, WNOHANG);
@@ -337,7 +338,9 @@ static int wait_ncu(pid_t pid, double t0, double deadline_ms, const char *dir, i
       cJSON_Delete(m);
       free(text);
     }
-    if (want > 0) {
+    struct stat sb;
+    if (want > 0 && !stat(csv, &sb) && sb.st_size != seen) {
+      seen = sb.st_size;
       char *text = slurp(csv);
       int rows = text ? wk_ncu_rows(text) : 0;
       free(text);
