@@ -492,6 +492,13 @@ static int run_job(const prepared *p, job **jout, kevo_error *err) {
                    timeout_s < p->timeout_s ? " (what was left before its deadline)" : "");
 }
 
+int cuda_compile_abandoned(void) {
+  pthread_mutex_lock(&ab_lock);
+  int n = abandoned;
+  pthread_mutex_unlock(&ab_lock);
+  return n;
+}
+
 int cuda_compile_drain(double timeout_s) {
   pthread_once(&env_once, env_init);
   struct timespec ts;

@@ -78,6 +78,10 @@ int cuda_compile(const cuda_compile_opts *opts, cuda_module **out, kevo_error *e
 void cuda_compile_many(const cuda_compile_opts *opts, size_t n, cuda_module **out, int *rcs,
                        kevo_error *errs);
 
+/* How many compiles given up on (a timeout, kevo run's --time) still run on threads of their
+ * own. NVRTC is not initialised to answer. */
+int cuda_compile_abandoned(void);
+
 /* Waits up to timeout_s for timed-out compiles still running in the background to end;
  * returns how many are left. Call before exiting to leave NVRTC idle. */
 int cuda_compile_drain(double timeout_s);

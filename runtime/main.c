@@ -1,8 +1,10 @@
 /* main.c: the kevo command line. Finds the command in the generated table and runs it. */
+#include "cuda_compile.h"
 #include "registry.h"
 #include "version.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 static void print_usage(FILE *f) {
@@ -54,5 +56,14 @@ int main(int argc, char **argv) {
       return KEVO_EXIT_OK;
     }
   }
-  return c->main(argc - 1, argv + 1);
+  int rc = c->main(argc - 1, argv + 1);
+  /* A compile given up on (kevo run's --time, a compile timeout) may still run on a thread of
+   * its own, NVRTC seeing its cancel only at its next checkpoint. exit() would tear NVRTC's
+   * static state down under it and crash a run that has ended well: end without the
+   * libraries' destructors instead (kevo's own state is closed by now). */
+  if (cuda_compile_abandoned() > 0) {
+    fflush(NULL);
+    _exit(rc);
+  }
+  return rc;
 }

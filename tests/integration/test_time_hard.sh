@@ -31,7 +31,7 @@ t() { # t NAME EXPECTED_RC CMD...
 has() { grep -q -- "$1" "$out" || { say_fail "output lacks '$1'"; sed 's/^/  | /' "$out" | tail -30; }; }
 last_run() { "$KEVO" script <(echo 'local r = require("kevo.archive").open(nil, {readonly = true}):runs(); print(#r > 0 and r[#r].id or 0)'); }
 
-# the seed (fast) is judged; then four candidates that each take NVRTC 5-20 s, then the same
+# the seed (fast) is judged; then four candidates that each take NVRTC 40-80 s, then the same
 # batch again (a stop by then)
 cat > slowbatch.lua <<'LUA'
 return {name = "slowbatch", run = function(ctx)
@@ -39,7 +39,7 @@ return {name = "slowbatch", run = function(ctx)
   assert(e.ok, e.message)
   local batch = {}
   for _, b in ipairs{128, 256, 512, 1024} do
-    batch[#batch + 1] = ctx:candidate(e, {BLOCK = b, SLOW = 11}, "slow")
+    batch[#batch + 1] = ctx:candidate(e, {BLOCK = b, SLOW = 12}, "slow")
   end
   local got, stop = ctx:evaluate(batch)
   local v = {}

@@ -13,7 +13,7 @@ extern "C" __global__ void scale(const float *x, float *y, int n) {
   if (i < n) y[i] = 2.0f * x[i];
 }
 #if SLOW > 0
-/* 2^SLOW distinct inlined instantiations: NVRTC takes 5-20 s for SLOW = 11 (80 s for 12) */
+/* 2^SLOW distinct inlined instantiations: NVRTC takes 2-20 s for SLOW = 11, 40-80 s for 12 */
 template <int D, int O> struct Slow {
   static __device__ __forceinline__ float f(float a, const float *y) {
     return Slow<D - 1, 2 * O>::f(a, y) * 1.0001f + Slow<D - 1, 2 * O + 1>::f(a, y);
