@@ -296,19 +296,74 @@ def gpu_bytes(torch):
     return torch.cuda.memory_allocated() if torch.cuda.is_available() else 0
 
 
-def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
-    """Compares the reference at its own precision with the same model in float64 on the same
-    inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol),
-    times 8 for headroom, rounded up to 1, 2 or 5 x 10^k, in [1e-5, 1e-2] for f32. When it
-    cannot be measured: {"f32": None, "why": ...}, so the import says which tolerance it used.
+class Peaks:
+    """The import's peak GPU bytes by step (above its start). torch has one peak counter: a step
+    that measures a part of itself (the float64 pass's probe) resets it through measure(), which
+    folds the peak so far into the step's. Does nothing without a GPU."""
 
-    budget: the GPU bytes the pass may add. The model and its inputs in float64 take twice
-    their f32 bytes, its outputs and intermediates twice what the f32 forward added
-    (fwd_extra, measured; at least the outputs), and the f32 forward on a subsample that
-    again; when that is over budget, the pass runs on the first rows of the batch (every
-    input's dimension 0, when they share one and the outputs follow it), f32 and float64
-    alike, and says so ("subsample"). A loss over 8 GiB of inputs adds 8 GiB of
-    intermediates: counting the outputs alone let such a pass reach 3x the footprint."""
+    def __init__(self, torch):
+        self.torch, self.gpu = torch, torch.cuda.is_available()
+        self.by_step, self.carried = {}, 0
+        if self.gpu:
+            torch.cuda.reset_peak_memory_stats()
+        self.base = gpu_bytes(torch)
+
+    def _reset(self):
+        self.carried = max(self.carried, self.torch.cuda.max_memory_allocated())
+        self.torch.cuda.reset_peak_memory_stats()
+
+    def step(self, name):
+        """Ends step `name`: its peak is kept, the counter starts again."""
+        if self.gpu:
+            self.torch.cuda.synchronize()
+            self.by_step[name] = max(0, max(self.carried, self.torch.cuda.max_memory_allocated())
+                                     - self.base)
+            self.carried = 0
+            self.torch.cuda.reset_peak_memory_stats()
+
+    def measure(self, fn, *args):
+        """fn(*args)'s result and the GPU bytes it added at its peak (None without a GPU)."""
+        if not self.gpu:
+            return fn(*args), None
+        self.torch.cuda.synchronize()
+        before = gpu_bytes(self.torch)
+        self._reset()
+        r = fn(*args)
+        self.torch.cuda.synchronize()
+        return r, max(0, self.torch.cuda.max_memory_allocated() - before)
+
+
+def tolerance_of(worst):
+    """kevo's f32 tolerance for a measured error: 8x it for headroom, rounded up to 1, 2 or 5 x
+    10^k, in [1e-5, 1e-2]."""
+    t = 8 * worst
+    for k in range(-5, -1):
+        for m in (1, 2, 5):
+            if m * 10.0 ** k >= t:
+                return m * 10.0 ** k
+    return 1e-2
+
+
+def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
+    """Compares the reference at its own precision with the same model in float64 on the same
+    inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol)
+    (tolerance_of). When it cannot be measured: {"f32": None, "why": ...}, so the import says
+    which tolerance it used.
+
+    budget: the GPU bytes the pass may add. Its cost is first estimated: the model and its
+    inputs in float64 take twice their f32 bytes, its outputs and intermediates twice what the
+    f32 forward added (fwd_extra, measured; at least the outputs), and the f32 forward computed
+    again beside it. A loss over 8 GiB of inputs adds 8 GiB of intermediates: counting the
+    outputs alone let such a pass reach 3x the footprint. But a float64 forward may take
+    another path than the f32 one and hold far more (attention has no fused float64 kernel and
+    its plain path holds every score; a float64 convolution unfolds its input): so on the GPU,
+    where the estimate is over an eighth of the budget and the inputs share a batch dimension
+    (dimension 0 of every input), the pass runs first on as few rows as the estimate puts at an
+    eighth of the budget, its peak is measured (peaks.measure), and the rows the budget allows
+    (less a tenth) are taken from that measure. When they are fewer than the batch, or the
+    estimate alone is over the budget without a GPU, the pass runs on the first rows, f32 and
+    float64 alike, and says so ("subsample"): the outputs need not follow the batch (a loss
+    over it is measured on its first rows too)."""
     import copy
     if not all(o.dtype == torch.float32 for o in outs):
         return {"f32": None, "why": "not every output is float32 (%s)"
@@ -320,26 +375,43 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
     # reference is then computed again here, and held through the pass
     resident = all(not o.is_meta for o in outs)
     need = 2 * weights + 2 * nbytes(ins) + 2 * extra + (0 if resident else nbytes(outs))
-    rows, batch = None, None
-    if need > budget:
-        batch = ins[0].shape[0] if ins and ins[0].dim() > 0 else None
-        # the outputs need not follow the batch: a loss over it (one value) is measured on the
-        # first rows as well, f32 and float64 alike
-        same = batch is not None and all(t.dim() > 0 and t.shape[0] == batch for t in ins)
-        spare = budget - 2 * weights
-        per_row = (2 * nbytes(ins) + 3 * extra) / batch if same and batch else 0
-        if not same or per_row <= 0 or spare < per_row:
-            return {"f32": None, "why": "the float64 pass needs %.3g GiB, over the %.3g GiB this "
-                    "import may add (twice the problem's footprint), and the inputs share no "
-                    "batch dimension to take a subsample of" % (need / 2**30, budget / 2**30)}
-        rows = max(1, min(batch, int(spare // per_row)))
+    batch = ins[0].shape[0] if ins and ins[0].dim() > 0 else None
+    same = bool(batch) and all(t.dim() > 0 and t.shape[0] == batch for t in ins)
+    spare = budget - 2 * weights
+    per_row = (2 * nbytes(ins) + 3 * extra) / batch if same else 0
+    measure = peaks is not None and peaks.gpu and any(t.is_cuda for t in ins)
+    if need > budget and not same:
+        return {"f32": None, "why": "the float64 pass needs %.3g GiB, over the %.3g GiB this "
+                "import may add (twice the problem's footprint), and the inputs share no batch "
+                "dimension to take a subsample of" % (need / 2**30, budget / 2**30)}
+    if need > budget and spare < per_row:
+        return {"f32": None, "why": "the float64 pass on one row of %d needs about %.3g GiB, "
+                "over the %.3g GiB this import may add (twice the problem's footprint)"
+                % (batch, (2 * weights + per_row) / 2**30, budget / 2**30)}
+
+    def run(rows, m64):
+        """The f32 and the float64 outputs on the first `rows` rows (None: all of them)."""
+        sub = [t[:rows] for t in ins] if rows else ins
+        ref = outs if resident and not rows else prob.forward(tensors=sub)
+        t64 = [t.double() if t.dtype.is_floating_point else t for t in sub]
+        return ref, prob.forward(m64, t64)
+
+    rows = None
     try:
-        sub_ins = [t[:rows] for t in ins] if rows else ins
-        ref = outs if resident and not rows else prob.forward(tensors=sub_ins)
         m64 = copy.deepcopy(prob.model).double()
-        t64 = [t.double() if t.dtype.is_floating_point else t for t in sub_ins]
-        o64 = prob.forward(m64, t64)
-        del t64
+        if measure and same and need > budget / 8:
+            probe = max(1, min(batch, int(spare / 8 // per_row)))
+            (ref, o64), cost = peaks.measure(run, probe if probe < batch else None, m64)
+            fit = int(0.9 * spare // max(1.0, cost / probe))
+            rows = None if probe >= batch else probe if fit <= probe else fit
+            if rows is not None and rows != probe:
+                del ref, o64
+                rows = rows if rows < batch else None
+                ref, o64 = run(rows, m64)
+        else:
+            if need > budget:
+                rows = max(1, min(batch, int(spare // per_row)))
+            ref, o64 = run(rows, m64)
     except Exception as e:
         return {"f32": None, "why": "the model in float64 failed: %s: %s"
                 % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
@@ -349,13 +421,10 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0):
             return {"f32": None, "why": "the float64 model's output has another shape"}
         worst = max(worst, rel_error(torch, a, e))
     del m64, o64, ref
-    extra = {"subsample": "the first %d of %d rows" % (rows, batch)} if rows else {}
-    t = 8 * worst
-    for k in range(-5, -1):
-        for m in (1, 2, 5):
-            if m * 10.0 ** k >= t:
-                return dict({"f32": m * 10.0 ** k, "measured": worst}, **extra)
-    return dict({"f32": 1e-2, "measured": worst}, **extra)
+    got = {"f32": tolerance_of(worst), "measured": worst}
+    if rows:
+        got["subsample"] = "the first %d of %d rows" % (rows, batch)
+    return got
 
 
 def output_stats(torch, o):
@@ -664,22 +733,14 @@ def judge_bytes(ins, weights, outs, fwd_extra, ntensors):
 
 
 def describe_within(torch, path):
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-    base = gpu_bytes(torch)
+    peaks = Peaks(torch)
+    base = peaks.base
     prob = Problem(torch, path)
     t0 = time.time()
     # what the forward adds above its inputs and weights (its outputs and intermediates),
-    # measured: the footprint and the float64 pass are sized from it. The peak so far is kept
-    # (the import's).
-    before, peaks = gpu_bytes(torch), {}
-
-    def phase(name):
-        """The peak GPU bytes of the import's step `name` (above the import's start)."""
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-            peaks[name] = max(0, torch.cuda.max_memory_allocated() - base)
-            torch.cuda.reset_peak_memory_stats()
+    # measured: the footprint and the float64 pass are sized from it
+    before = gpu_bytes(torch)
+    phase = peaks.step
     phase("build")
     outs = list(prob.forward())
     fwd_extra = 0
@@ -737,7 +798,7 @@ def describe_within(torch, path):
     # where memory is no concern and a subsample would only make the figure rougher)
     d["tolerance"] = measured_tolerance(torch, prob, first[3],
                                         max(0, base + max(2 * footprint, 4 << 30) -
-                                            gpu_bytes(torch)), fwd_extra)
+                                            gpu_bytes(torch)), fwd_extra, peaks)
     phase("float64")
     release(torch)
     d["forward_ms"] = round((time.time() - t0) * 1e3, 3)
@@ -748,9 +809,9 @@ def describe_within(torch, path):
     d["footprint_bytes"] = footprint
     d["io_bytes"] = io_bytes
     d["forward_extra_bytes"] = fwd_extra
-    if peaks:
-        d["peak_gpu_bytes"] = max(peaks.values())
-        d["peak_by_step"] = peaks  # where the peak is (build, forward, ..., degenerate)
+    if peaks.by_step:
+        d["peak_gpu_bytes"] = max(peaks.by_step.values())
+        d["peak_by_step"] = peaks.by_step  # where the peak is (build, forward, ..., degenerate)
     return d
 
 
