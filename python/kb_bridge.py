@@ -344,6 +344,17 @@ def tolerance_of(worst):
     return 1e-2
 
 
+def model64(torch, model):
+    """model with its floating-point parameters and buffers in float64, as a callable. Not a
+    copy of the model converted in place: the copy's f32 weights beside the float64 ones took
+    level2/68 (a 1 GiB weight) past its import's 4 GiB."""
+    from torch.func import functional_call
+    named = list(model.named_parameters()) + list(model.named_buffers())
+    with torch.no_grad():
+        w64 = {n: t.double() if t.is_floating_point() else t for n, t in named}
+    return lambda *args: functional_call(model, w64, args)
+
+
 def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
     """Compares the reference at its own precision with the same model in float64 on the same
     inputs: the largest error, scaled as kevo's tolerance is (atol + rtol*|e| with atol = rtol)
@@ -364,7 +375,6 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
     estimate alone is over the budget without a GPU, the pass runs on the first rows, f32 and
     float64 alike, and says so ("subsample"): the outputs need not follow the batch (a loss
     over it is measured on its first rows too)."""
-    import copy
     if not all(o.dtype == torch.float32 for o in outs):
         return {"f32": None, "why": "not every output is float32 (%s)"
                 % ", ".join(str(o.dtype).replace("torch.", "") for o in outs)}
@@ -398,7 +408,7 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
 
     rows = None
     try:
-        m64 = copy.deepcopy(prob.model).double()
+        m64 = model64(torch, prob.model)
         if measure and same and need > budget / 8:
             probe = max(1, min(batch, int(spare / 8 // per_row)))
             (ref, o64), cost = peaks.measure(run, probe if probe < batch else None, m64)
