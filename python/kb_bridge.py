@@ -345,14 +345,32 @@ def tolerance_of(worst):
 
 
 def model64(torch, model):
-    """model with its floating-point parameters and buffers in float64, as a callable. Not a
-    copy of the model converted in place: the copy's f32 weights beside the float64 ones took
-    level2/68 (a 1 GiB weight) past its import's 4 GiB."""
+    """model with its floating-point tensors in float64, as a callable: its parameters and
+    buffers (a float64 set of them through functional_call, not a converted copy of the model:
+    the copy's f32 weights beside the float64 ones took level2/68, a 1 GiB weight, past its
+    import's 4 GiB; and a module a lambda of the model's holds, level3/44, is the model's own),
+    and for the call, the tensors its modules keep as plain attributes and the tensors its
+    forward makes (torch's default dtype: level3/35_LSTM draws its initial state in forward).
+    .double() on a copy converted none of these three."""
     from torch.func import functional_call
     named = list(model.named_parameters()) + list(model.named_buffers())
     with torch.no_grad():
         w64 = {n: t.double() if t.is_floating_point() else t for n, t in named}
-    return lambda *args: functional_call(model, w64, args)
+
+    def call(*args):
+        plain = [(m, k, v) for m in model.modules() for k, v in list(vars(m).items())
+                 if isinstance(v, torch.Tensor) and v.is_floating_point()]
+        dtype = torch.get_default_dtype()
+        try:
+            for m, k, v in plain:
+                setattr(m, k, v.double())
+            torch.set_default_dtype(torch.float64)  # what forward makes (a random h0)
+            return functional_call(model, w64, args)
+        finally:
+            torch.set_default_dtype(dtype)
+            for m, k, v in plain:
+                setattr(m, k, v)
+    return call
 
 
 def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):

@@ -1,6 +1,7 @@
 -- kevo script suite_dump.lua DB: the suite in DB (its only one) as tests/gpu/test_suite_gpus.sh
 -- compares it. One line per evaluation, in suite order (problem, then the run's candidates):
 --   eval PROBLEM HASH KNOBS VERDICT
+--   why PROBLEM HASH MESSAGE  after a verdict that is not ok: its message (not compared)
 -- which two suites of one sweep on one GPU, on many and through Redis must print alike
 -- (docs/resume.md "Many GPUs"); then, not compared:
 --   gpu NAME COUNT            the GPUs that measured (device.gpu), with their evaluations
@@ -24,6 +25,10 @@ for _, r in ipairs(runs) do
     if e then
       local res = json.decode(e.result) or {}
       print(("eval %d %s %s %s"):format(r.index, c.source_hash:sub(1, 12), c.knobs, e.verdict))
+      if e.verdict ~= "ok" then -- why, for a test that finds two suites' verdicts differ
+        print(("why %d %s %s"):format(r.index, c.source_hash:sub(1, 12),
+                                      tostring(res.message):gsub("%s+", " "):sub(1, 600)))
+      end
       local g = type(res.device) == "table" and res.device.gpu
       if g then gpus[g] = (gpus[g] or 0) + 1 end
       local w = type(res.device) == "table" and res.device.worker

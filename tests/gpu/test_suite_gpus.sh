@@ -112,6 +112,7 @@ def dump(name):
         elif w[0] == "gpu": gpus[w[1]] = int(w[2])
         elif w[0] == "worker": extra["workers"][w[1]] = int(w[2])
         elif w[0] == "worker_s": extra["worker_s"] = float(w[1])
+        elif w[0] == "why": extra.setdefault("why", {})[tuple(w[1:3])] = " ".join(w[3:])
     return ev, gpus, extra
 (ea, ga, xa), (eb, gb, xb) = dump(a), dump(b)
 timed = {"ok", "timeout", "implausible"}
@@ -124,6 +125,9 @@ for x, y in zip(ea, eb):
         print("note %s: a timing verdict differs: %s / %s" % (b, " ".join(x), y[-1]))
     else:
         print("FAIL %s: %s  vs  %s" % (b, " ".join(x), " ".join(y))); bad += 1
+        for side, xs in ((a, xa), (b, xb)):
+            why = xs.get("why", {}).get(tuple(x[:2]))
+            if why: print("  %s said: %s" % (side, why))
 if not bad:
     print("ok   %s: the same candidates with the same verdicts as one GPU (%d evaluations)" % (b, len(ea)))
 if shared:
