@@ -847,10 +847,10 @@ def summary(rows, problems, started, out):
             peak, fp = float(r["peak_gib"]), float(r["footprint_gib"])
         except (KeyError, ValueError):
             continue
-        if fp >= 0.5 and peak > 2 * fp:
+        if peak > max(2 * fp, 4.0):
             over.append("%s %.3g / %.3g GiB (its forward adds %s)" % (
                 r["problem"], peak, fp, r.get("forward_gib", "?")))
-    lines.append("  import peak over 2x the footprint (footprints of 0.5 GiB or more): %d%s" % (
+    lines.append("  import peak over max(2x the footprint, 4 GiB) (kevo import's bound): %d%s" % (
         len(over), (": " + "; ".join(over)) if over else ""))
     for r in by.get("refused", []) + by.get("timeout", []) + by.get("import_failed", []) + \
             by.get("eval_failed", []):

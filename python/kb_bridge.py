@@ -333,6 +333,10 @@ class Peaks:
         return r, max(0, self.torch.cuda.max_memory_allocated() - before)
 
 
+def first_line(e):
+    return str(e).splitlines()[0] if str(e) else ""
+
+
 def tolerance_of(worst):
     """kevo's f32 tolerance for a measured error: 8x it for headroom, rounded up to 1, 2 or 5 x
     10^k, in [1e-5, 1e-2]."""
@@ -413,9 +417,10 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
                 "import may add (twice the problem's footprint), and the inputs share no batch "
                 "dimension to take a subsample of" % (need / 2**30, budget / 2**30)}
     if need > budget and spare < per_row:
-        return {"f32": None, "why": "the float64 pass on one row of %d needs about %.3g GiB, "
-                "over the %.3g GiB this import may add (twice the problem's footprint)"
-                % (batch, (2 * weights + per_row) / 2**30, budget / 2**30)}
+        return {"f32": None, "why": "the float64 pass needs about %.3g GiB even on one row of "
+                "%d (the weights in float64 take %.3g GiB), over the %.3g GiB this import may "
+                "add (twice the problem's footprint)" % ((2 * weights + per_row) / 2**30, batch,
+                                                         2 * weights / 2**30, budget / 2**30)}
 
     def run(rows, m64):
         """The f32 and the float64 outputs on the first `rows` rows (None: all of them)."""
@@ -424,25 +429,41 @@ def measured_tolerance(torch, prob, outs, budget, fwd_extra=0, peaks=None):
         t64 = [t.double() if t.dtype.is_floating_point else t for t in sub]
         return ref, prob.forward(m64, t64)
 
+    def subsample(m64):
+        """The rows a probe on a few of them says the budget allows (None: all), and the pass
+        on them."""
+        probe = max(1, min(batch, int(spare / 8 // per_row)))
+        if probe >= batch:
+            return None, run(None, m64)
+        (ref, o64), cost = peaks.measure(run, probe, m64)
+        fit = int(0.9 * spare // max(1.0, cost / probe))
+        if fit <= probe:
+            return probe, (ref, o64)
+        del ref, o64
+        rows = fit if fit < batch else None
+        return rows, run(rows, m64)
+
     rows = None
     try:
         m64 = model64(torch, prob.model)
         if measure and same and need > budget / 8:
-            probe = max(1, min(batch, int(spare / 8 // per_row)))
-            (ref, o64), cost = peaks.measure(run, probe if probe < batch else None, m64)
-            fit = int(0.9 * spare // max(1.0, cost / probe))
-            rows = None if probe >= batch else probe if fit <= probe else fit
-            if rows is not None and rows != probe:
-                del ref, o64
-                rows = rows if rows < batch else None
-                ref, o64 = run(rows, m64)
+            try:
+                rows, (ref, o64) = subsample(m64)
+            except Exception as e:
+                if need > budget:
+                    return {"f32": None, "why": "the float64 pass on the first rows failed (is "
+                            "dimension 0 a batch?): %s: %s" % (type(e).__name__,
+                                                              first_line(e))}
+                # dimension 0 was no batch the model takes a part of (A @ B, both square): the
+                # whole pass, which the estimate fits
+                rows, (ref, o64) = None, run(None, m64)
         else:
             if need > budget:
                 rows = max(1, min(batch, int(spare // per_row)))
             ref, o64 = run(rows, m64)
     except Exception as e:
         return {"f32": None, "why": "the model in float64 failed: %s: %s"
-                % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+                % (type(e).__name__, first_line(e))}
     worst = 0.0
     for a, e in zip(ref, o64):
         if a.shape != e.shape:
