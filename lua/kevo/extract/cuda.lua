@@ -155,8 +155,42 @@ local function lead_and_body(text)
   return text:sub(1, i - 1), text:sub(i)
 end
 
+-- The name a function's head declares: the identifier before the parameter list, past
+-- attributes that take arguments (__launch_bounds__(256, 2), __attribute__((...))).
+local function declared_name(head)
+  local h = head:gsub("__launch_bounds__%s*%b()", ""):gsub("__attribute__%s*%b()", "")
+  h = h:gsub("__declspec%s*%b()", ""):gsub("alignas%s*%b()", "")
+  return h:match("([%w_:~]+)%s*%(")
+end
+
+-- A block whose body holds top-level items of its own: `namespace X {`, `extern "C" {`.
+local function scope_of(head)
+  if head:find('^extern%s*"C"%s*$') then return "extern_c" end
+  if head:find("^namespace[%s%w_:]*$") or head:find("^inline%s+namespace[%s%w_:]*$") then
+    return "namespace"
+  end
+  return nil
+end
+
+local device_only
+
+-- A namespace or extern "C" block, its body taken through device_only like a file of its own.
+local function open_scope(it, scope, in_extern_c)
+  local open = it.body:find("{", 1, true)
+  local close = #it.body - (it.body:reverse():find("}", 1, true) or 1) + 1
+  local inner, notes = device_only(it.body:sub(open + 1, close - 1),
+                                   in_extern_c or scope == "extern_c")
+  if #notes == 0 then return nil end
+  return it.lead .. it.body:sub(1, open) .. inner .. it.body:sub(close), notes
+end
+
 function M.device_only(src)
   assert(type(src) == "string", "extract.cuda.device_only: src must be a string")
+  return device_only(src, false)
+end
+
+-- in_extern_c: src is the body of an extern "C" block (its kernels have C linkage already).
+function device_only(src, in_extern_c)
   local items = split_items(src)
   local notes, dropped, out = {}, {}, {}
   local kernels = {} -- top-level __global__ items that may get extern "C": name -> count
@@ -170,13 +204,16 @@ function M.device_only(src)
       local head = body:match("^[^{]*")
       local has_body = #head < #body
       local device = head:find("__global__", 1, true) or head:find("__device__", 1, true)
-      if not device and has_body and head:find("%)[%s%w_]*$") and any(body, HOST_USES) then
-        it.drop = "host function " .. (head:match("([%w_:~]+)%s*%(") or "?")
+      local scope = has_body and scope_of(head:gsub("%s+$", ""))
+      if scope then
+        it.scope = scope
+      elseif not device and has_body and head:find("%)[%s%w_]*$") and any(body, HOST_USES) then
+        it.drop = "host function " .. (declared_name(head) or "?")
       elseif not device and not has_body and any(body, HOST_DECLS) then
-        it.drop = "host declaration " .. (head:match("([%w_:~]+)%s*%(") or "?")
+        it.drop = "host declaration " .. (declared_name(head) or "?")
       elseif head:find("__global__", 1, true) and not head:find('extern%s*"C"') and
-             not head:find("%f[%w_]template%f[^%w_]") then
-        local name = head:match("([%w_]+)%s*%(")
+             not in_extern_c and not head:find("%f[%w_]template%f[^%w_]") then
+        local name = declared_name(head)
         if name then
           kernels[name] = (kernels[name] or 0) + 1
           it.kernel = name
@@ -184,9 +221,14 @@ function M.device_only(src)
       end
     end
   end
-  local externed = {}
+  local externed, inner_notes = {}, {}
   for _, it in ipairs(items) do
-    if it.drop then
+    local scoped, more = nil, nil
+    if it.scope then scoped, more = open_scope(it, it.scope, in_extern_c) end
+    if scoped then
+      out[#out + 1] = scoped
+      for _, n in ipairs(more) do inner_notes[#inner_notes + 1] = n end
+    elseif it.drop then
       dropped[#dropped + 1] = it.drop
       local why = it.kind == "pp" and "a host header" or
         "kevo compiles device code only and launches the kernels itself"
@@ -204,6 +246,7 @@ function M.device_only(src)
     notes[#notes + 1] = 'declared extern "C" (kevo finds kernels by name): ' ..
       table.concat(externed, ", ")
   end
+  for _, n in ipairs(inner_notes) do notes[#notes + 1] = n end
   if #notes == 0 then return src, notes end
   return table.concat(out), notes
 end
