@@ -20,6 +20,7 @@
 -- kevo.extract.triton) and a candidate's `notes` say what changed.
 local cuda_src = require "kevo.extract.cuda"
 local triton_src = require "kevo.extract.triton"
+local reply_src = require "kevo.extract.reply"
 
 local M = {}
 
@@ -29,6 +30,7 @@ local LANGS = {
   c = "c", h = "c",
   python = "python", py = "python", python3 = "python", triton = "python",
   lua = "lua",
+  json = "json", diff = "diff", patch = "diff", udiff = "diff",
 }
 
 local function looks_python(code)
@@ -38,17 +40,31 @@ local function looks_python(code)
 end
 
 -- A language for a block without a tag, from what it holds (nil when unclear).
+local function looks_diff(code)
+  return (code:find("^@@ %-%d") or code:find("\n@@ %-%d")) and
+    (code:find("^%-%-%- ") or code:find("\n%-%-%- ") or code:find("\n[%-+]")) and true or false
+end
+
 local function guess(code)
+  if looks_diff(code) then return "diff" end
   if looks_python(code) then return "python" end
   if code:find("__global__", 1, true) or code:find('extern "C"', 1, true) then return "cuda" end
   if code:find("^%s*return%s*{") and code:find("kernels", 1, true) then return "lua" end
   return nil
 end
 
+-- Code that a chat front end HTML-escaped (&lt; &gt; &amp; &quot;), restored; nil when none is.
+local ENTITIES = {lt = "<", gt = ">", amp = "&", quot = '"', apos = "'", ["#39"] = "'",
+                  ["#x27"] = "'", ["#34"] = '"', nbsp = " "}
+local function unescape_html(code)
+  if not (code:find("&[lg]t;") or code:find("&amp;") or code:find("&quot;")) then return nil end
+  return (code:gsub("&(#?[%w]+);", function(e) return ENTITIES[e] end))
+end
+
 function M.blocks(text)
   assert(type(text) == "string", "extract.blocks: text must be a string")
   local blocks, open = {}, nil
-  local lineno = 0
+  local lineno, before = 0, nil
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do
     lineno = lineno + 1
     line = line:gsub("\r$", "")
@@ -69,7 +85,10 @@ function M.blocks(text)
         local tag = info:match("^([^%s{]+)") or ""
         tag = tag:lower()
         open = {char = fence:sub(1, 1), len = #fence, lines = {},
-                block = {tag = tag ~= "" and tag or nil, lang = LANGS[tag], line = lineno}}
+                block = {tag = tag ~= "" and tag or nil, lang = LANGS[tag], line = lineno,
+                         info = info, before = before}}
+      elseif line:find("%S") then
+        before = line
       end
     end
   end
@@ -79,6 +98,8 @@ function M.blocks(text)
     blocks[#blocks + 1] = open.block
   end
   for _, b in ipairs(blocks) do
+    local plain = unescape_html(b.code)
+    if plain then b.code, b.html = plain, true end
     if not b.tag then b.lang = guess(b.code) end
   end
   return blocks
@@ -145,40 +166,94 @@ local function unfenced(text)
     if first and matches(line, CODE_END[lang]) then last = i end
   end
   if not (first and last) then return {} end
-  local code = table.concat(lines, "\n", first, last)
-  return {{lang = lang, code = code, closed = true, line = first, unfenced = true}}
+  -- a line of prose between pieces of code ("And the launch:") becomes a comment
+  local kept, commented, in_comment = {}, 0, false
+  for i = first, last do
+    local line = lines[i]
+    local prose = not in_comment and line:find("^%s*%u%l*[%s,]+%l+%s+%S") and
+      not line:find("[;{}%(%)%[%]=#_\\]") and not line:find("^%s*%u+%s") and
+      not line:find("^%s*[%u_]+$")
+    if prose then
+      kept[#kept + 1] = (lang == "python" and "# " or "// ") .. line
+      commented = commented + 1
+    else
+      kept[#kept + 1] = line
+    end
+    if lang == "cuda" then -- whether a /* comment is open at the end of the line
+      local tail = line:gsub("//.*$", "")
+      for mark in tail:gmatch("[/%*][%*/]") do
+        if mark == "/*" then in_comment = true elseif mark == "*/" then in_comment = false end
+      end
+    else -- or a triple-quoted string
+      for _ in line:gmatch("[\"'][\"'][\"']") do in_comment = not in_comment end
+    end
+  end
+  local code = table.concat(kept, "\n")
+  local plain = unescape_html(code)
+  return {{lang = lang, code = plain or code, closed = true, line = first, unfenced = true,
+           prose = commented, html = plain ~= nil}}
 end
 
--- The candidate a code block makes, or nil and why it makes none.
-local function candidate_of(b)
+-- The candidate a code block makes, or nil and why it makes none. files: the reply's blocks
+-- by the file name each says it is (for #include "name").
+local function candidate_of(b, files)
   local code, lang, notes = b.code, b.lang == "python" and "triton" or "cuda", {}
   if b.lang == "python" and not code:find("@triton.jit", 1, true) then
-    local inner = cuda_src.from_python(code)
+    local inner, py_notes = cuda_src.from_python(code)
     if not inner then
       return nil, "a Python block without a kernel (no @triton.jit, no CUDA source)"
     end
     lang = "cuda"
     notes[#notes + 1] = "took the CUDA source from the Python block's strings"
+    for _, n in ipairs(py_notes) do notes[#notes + 1] = n end
     local launch = M.launch(code) -- a kevo:launch string beside the CUDA source
     code = inner
     if launch and not M.launch(code) then b.python_launch = launch end
   end
-  local more
+  local more, problem
   if lang == "cuda" then
+    local inlined
+    code, inlined = reply_src.inline_headers(code, files or {}, b)
+    if #inlined > 0 then
+      notes[#notes + 1] = "inlined the reply's own " .. table.concat(inlined, ", ") ..
+        " (kevo compiles one file)"
+    end
     code, more = cuda_src.device_only(code)
   else
-    code, more = triton_src.kernel_only(code)
+    code, more, problem = triton_src.kernel_only(code)
   end
   for _, n in ipairs(more) do notes[#notes + 1] = n end
   if b.unfenced then table.insert(notes, 1, "took the code from a reply without a code fence") end
-  local c = {lang = lang, source = code, line = b.line, closed = b.closed, notes = notes}
-  c.launch = M.launch(code) or b.python_launch
+  if b.prose and b.prose > 0 then
+    notes[#notes + 1] = "made " .. b.prose .. " line(s) of prose between the code into comments"
+  end
+  if b.html then notes[#notes + 1] = "restored HTML-escaped characters (&lt; &gt; &amp; &quot;)" end
+  for _, n in ipairs(b.notes or {}) do notes[#notes + 1] = n end
+  local c = {lang = lang, source = code, line = b.line, closed = b.closed, notes = notes,
+             problem = problem}
+  c.launch = M.launch(code) or b.python_launch or b.json_launch
   if c.launch then c.launch_from = "inline" end
   return c
 end
 
 local function is_launch_block(b)
   return b.lang == "lua" and b.code:find("kernels", 1, true) ~= nil
+end
+
+-- ```json blocks replaced by the code their strings hold.
+local function expand_json(blocks)
+  local out = {}
+  for _, b in ipairs(blocks) do
+    if b.lang == "json" and b.closed then
+      for _, j in ipairs(reply_src.json_blocks(b.code, b.line)) do out[#out + 1] = j end
+    else
+      out[#out + 1] = b
+    end
+  end
+  for _, b in ipairs(out) do
+    if b.json then b.lang = guess(b.code) or "cuda" end
+  end
+  return out
 end
 
 function M.candidates(reply, opts)
@@ -196,27 +271,62 @@ function M.candidates(reply, opts)
   end
   if type(text) ~= "string" then error("extract.candidates: reply must be a reply or text", 2) end
   local out, skipped, waiting = {}, {}, nil
-  local blocks = M.blocks(text)
-  if #blocks == 0 then blocks = unfenced(text) end
+  local answer, thought = reply_src.strip_thinking(text)
+  local blocks = M.blocks(answer)
+  if #blocks == 0 then blocks = reply_src.json_blocks(answer) end
+  if #blocks == 0 then blocks = unfenced(answer) end
+  blocks = expand_json(blocks)
+  local files = {}
+  for _, b in ipairs(blocks) do
+    b.line = b.line + thought
+    if b.closed and b.code then
+      local name = reply_src.file_name(b)
+      if name then files[name] = b end
+    end
+  end
+  local last_code -- the last block that made a candidate, as written (a diff applies to it)
+  -- a diff block: the block before it with the diff applied, or nil (and why, in skipped)
+  local function patch(d)
+    local patched, why = nil, "only a diff, with no whole source to apply it to,"
+    if last_code then patched, why = reply_src.apply_diff(last_code.code, d.code) end
+    if patched then
+      return {lang = last_code.lang, tag = last_code.tag, code = patched, closed = true,
+              line = d.line, notes = {"applied the diff at line " .. d.line ..
+                                      " to the block at line " .. last_code.line}}
+    end
+    if last_code then
+      why = "a diff that does not apply to the block at line " .. last_code.line .. " (" .. why
+        .. ")"
+    end
+    skipped[#skipped + 1] = {line = d.line, reason = why, diff = true}
+    return nil
+  end
   for _, b in ipairs(blocks) do
     if not b.closed and not opts.unterminated then
       skipped[#skipped + 1] = {line = b.line, reason = "unterminated code fence"}
-    elseif b.lang == "cuda" or b.lang == "cpp" or b.lang == "c" or b.lang == "python" then
-      local c, why = candidate_of(b)
-      if c then
-        if not c.launch and waiting then -- a launch block written before its kernel
-          c.launch, c.launch_from, waiting = waiting, "block", nil
+    else
+      if b.lang == "diff" then b = patch(b) end
+      if b and (b.lang == "cuda" or b.lang == "cpp" or b.lang == "c" or b.lang == "python") then
+        local c, why = candidate_of(b, files)
+        if c then
+          if not c.launch and waiting then -- a launch block written before its kernel
+            c.launch, c.launch_from, waiting = waiting, "block", nil
+          end
+          if thought > 0 then
+            table.insert(c.notes, 1, "skipped the reasoning section (" .. thought .. " lines)")
+          end
+          out[#out + 1] = c
+          last_code = b
+        else
+          skipped[#skipped + 1] = {line = b.line, reason = why}
         end
-        out[#out + 1] = c
-      else
-        skipped[#skipped + 1] = {line = b.line, reason = why}
-      end
-    elseif is_launch_block(b) then
-      local last = out[#out]
-      if last and not last.launch then
-        last.launch, last.launch_from = b.code, "block"
-      else
-        waiting = b.code
+      elseif b and is_launch_block(b) then
+        local last = out[#out]
+        if last and not last.launch then
+          last.launch, last.launch_from = b.code, "block"
+        else
+          waiting = b.code
+        end
       end
     end
   end
@@ -263,6 +373,16 @@ function M.best(reply, lang)
   for _, c in ipairs(cands) do
     local score = (c.lang == lang and 4 or 0) + (c.launch and 2 or 0) + (has_kernel(c) and 1 or 0)
     if not best or score >= best_score then best, best_score = c, score end
+  end
+  if best.problem then
+    return nil, "E_PARSE: " .. best.problem .. ".\n" .. FORMAT[lang], "E_PARSE"
+  end
+  for _, sk in ipairs(cands.skipped) do -- a later diff that failed: the code before it is stale
+    if sk.diff and sk.line > best.line then
+      return nil, "E_PARSE: the reply ends with " .. sk.reason .. " at line " .. sk.line ..
+        ", so kevo cannot tell which code you meant.\nSend the whole changed source instead of "
+        .. "a diff. " .. FORMAT[lang], "E_PARSE"
+    end
   end
   return best
 end

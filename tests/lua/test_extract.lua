@@ -151,4 +151,43 @@ assert(none == nil and code == "E_PARSE" and msg:find("```cuda block", 1, true),
 none, msg = extract.best({text = two, truncated = true}, "triton")
 assert(msg:find("token limit") and msg:find("```python block", 1, true), msg)
 assert(not pcall(extract.best, two, "c"))
+-- a diff: applied to the block before it; alone, or when it does not apply, the model is told
+local base = "```cuda\nextern \"C\" __global__ void k(float* y) {\n  y[0] = 1;\n}\n```\n"
+local good = "```diff\n@@ -1,3 +1,3 @@\n extern \"C\" __global__ void k(float* y) {\n" ..
+  "-  y[0] = 1;\n+  y[0] = 2;\n }\n```\n"
+local pick = assert(extract.best(base .. good, "cuda"))
+assert(pick.source:find("y[0] = 2", 1, true) and pick.notes[1]:find("applied the diff"),
+  pick.source)
+none, msg = extract.best(good, "cuda")
+assert(none == nil and msg:find("only a diff"), msg)
+none, msg = extract.best(base .. good:gsub("y%[0%] = 1", "y[1] = 7"), "cuda")
+assert(none == nil and msg:find("does not apply") and msg:find("whole changed source"), msg)
+
+-- code in a JSON string (a ```json block); HTML-escaped code
+pick = assert(extract.best("```json\n{\"code\": \"extern \\\"C\\\" __global__ void j(int n) " ..
+  "{ if (n &lt; 0) return; }\", \"launch\": \"return {kernels = {}}\"}\n```\n", "cuda"))
+assert(pick.source:find('void j(int n) { if (n < 0)', 1, true) and
+  pick.launch == "return {kernels = {}}", pick.source)
+
+-- CUDA in Python strings that are not triple-quoted: joined by +, escapes decoded, f-strings
+local py = "```python\nB = 128\nsrc = ('__global__ void p(float* y) {\\n' +\n" ..
+  "       f'  y[0] = {B}; y[1] = {{1}}[0] + {other};\\n}}\\n')\n```\n"
+pick = assert(extract.best(py, "cuda"))
+assert(pick.source:find("y[0] = 128; y[1] = {1}[0] + {other};\n}", 1, true), pick.source)
+local joined = table.concat(pick.notes, "\n")
+assert(joined:find("{other}", 1, true), joined)
+
+-- #include "name" of another block of the reply: inlined
+pick = assert(extract.best("```cuda\n// util.cuh\n#pragma once\n" ..
+  "__device__ int two() { return 2; }\n```\n```cuda\n#include \"util.cuh\"\n" ..
+  "extern \"C\" __global__ void u(int* y) { y[0] = two(); }\n" ..
+  "/* kevo:launch\nreturn 1\n*/\n```\n", "cuda"))
+assert(pick.source:find("__device__ int two", 1, true) and not pick.source:find("pragma once"),
+  pick.source)
+
+-- a reasoning section's drafts are not the answer, even with a fence left open in them
+pick = assert(extract.best("<think>\n```cuda\n__global__ void draft(\n</think>\n" ..
+  "```cuda\nextern \"C\" __global__ void final(int* y) {}\n```\n", "cuda"))
+assert(pick.source:find("final") and pick.notes[1]:find("reasoning"), pick.source)
+
 print("extract ok")

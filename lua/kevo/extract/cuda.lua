@@ -12,9 +12,12 @@
 --       PYBIND11_MODULE), and declarations of torch functions; adds extern "C" to top-level
 --       __global__ kernels that lack it (kevo finds kernels by their names), when no template or
 --       overload makes that wrong. notes: what changed, one string each ({}: src2 == src).
---   cu.from_python(code) -> src | nil
---       The CUDA source held by a Python program's triple-quoted strings (load_inline's
---       cuda_sources, cupy.RawKernel): every such string that defines a __global__ kernel.
+--   cu.from_python(code) -> src, notes | nil
+--       The CUDA source held by a Python program's strings (load_inline's cuda_sources,
+--       cupy.RawKernel): every string value that defines a __global__ kernel. A value is a
+--       literal (triple-quoted or not, escapes decoded) or literals that concatenate (side by
+--       side across lines, or joined by +); an f-string's {{ }} become braces and {NAME} the
+--       value of a module constant NAME = <number>.
 -- A reader for code as models write it, not a C++ parser: a top-level item ends at a `;` or at
 -- the `}` that closes a function body; comments and string literals are skipped.
 local M = {}
@@ -251,36 +254,104 @@ function device_only(src, in_extern_c)
   return table.concat(out), notes
 end
 
--- The contents of the triple-quoted strings of a Python program, in order.
-local function triple_strings(code)
-  local out, i = {}, 1
-  while true do
-    local a1, a2 = code:find('"""', i, true), code:find("'''", i, true)
-    local a, q
-    if a1 and (not a2 or a1 < a2) then
-      a, q = a1, '"""'
-    elseif a2 then
-      a, q = a2, "'''"
-    else
-      break
-    end
-    local b = code:find(q, a + 3, true)
-    if not b then break end
-    out[#out + 1] = code:sub(a + 3, b - 1)
-    i = b + 3
+-- A Python string literal's body decoded (escapes of a non-raw literal; an f-string's {{ }}
+-- and {NAME} of a module constant); unresolved: the f-string fields left as written.
+local PY_ESCAPES = {n = "\n", t = "\t", r = "\r", ["\\"] = "\\", ["'"] = "'", ['"'] = '"',
+                    a = "\a", b = "\b", f = "\f", v = "\v", ["0"] = "\0", ["\n"] = ""}
+
+local function py_decode(body, prefix, consts, unresolved)
+  local raw, fmt = prefix:find("[rR]") ~= nil, prefix:find("[fF]") ~= nil
+  if not raw then
+    body = body:gsub("\\x(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+    body = body:gsub("\\(.)", function(c) return PY_ESCAPES[c] or ("\\" .. c) end)
   end
-  return out
+  if fmt then
+    body = body:gsub("{{", "\1"):gsub("}}", "\2")
+    body = body:gsub("{([^{}]*)}", function(field)
+      local name = field:match("^%s*([%a_][%w_]*)%s*$")
+      if name and consts[name] then return consts[name] end
+      unresolved[#unresolved + 1] = field
+      return nil
+    end)
+    body = body:gsub("\1", "{"):gsub("\2", "}")
+  end
+  return body
 end
 
+-- The string values of a Python program, in order: adjacent literals (implicit concatenation,
+-- across lines inside brackets, or joined by +) as one value. consts: NAME = number or string
+-- at column 0, for f-strings.
+local function python_strings(code)
+  local consts = {}
+  for name, v in ("\n" .. code):gmatch("\n([%a_][%w_]*)%s*=%s*(%-?[%d%.]+)%s*[\n#]") do
+    consts[name] = v
+  end
+  local out, cur, unresolved = {}, nil, {}
+  local i, n, joinable = 1, #code, false
+  while i <= n do
+    local ch = code:sub(i, i)
+    if ch == "#" then
+      i = (code:find("\n", i, true) or n) + 1
+    elseif ch:find("[%w_]") then
+      local word = code:match("^[%w_]+", i)
+      local q = code:sub(i + #word, i + #word)
+      if (q == '"' or q == "'") and #word <= 2 and word:find("^[rRbBuUfF]+$") then
+        i = i + #word -- a prefix: the literal follows
+      else
+        i, joinable, cur = i + #word, false, nil
+      end
+    elseif ch == '"' or ch == "'" then
+      local prefix = code:sub(1, i - 1):match("[rRbBuUfF]*$")
+      local q = code:sub(i, i + 2) == ch:rep(3) and ch:rep(3) or ch
+      local j, stop = i + #q, nil
+      while j <= n do
+        local c = code:sub(j, j)
+        if c == "\\" then
+          j = j + 2
+        elseif code:sub(j, j + #q - 1) == q then
+          stop = j
+          break
+        elseif c == "\n" and #q == 1 then
+          break
+        else
+          j = j + 1
+        end
+      end
+      if not stop then break end
+      local value = py_decode(code:sub(i + #q, stop - 1), prefix, consts, unresolved)
+      if cur and joinable then
+        cur.value = cur.value .. value
+      else
+        cur = {value = value}
+        out[#out + 1] = cur
+      end
+      i, joinable = stop + #q, true
+    elseif ch == "+" or ch == "\\" or ch:find("%s") then
+      i = i + 1 -- between literals that concatenate
+    else
+      i, joinable, cur = i + 1, false, nil
+    end
+  end
+  return out, unresolved
+end
+
+-- M.from_python(code) -> src | nil, notes
 function M.from_python(code)
   local parts = {}
-  for _, s in ipairs(triple_strings(code)) do
-    if s:find("__global__", 1, true) and not s:find("^%s*kevo:launch") then
-      parts[#parts + 1] = (s:gsub("^\r?\n", ""))
+  local strings, unresolved = python_strings(code)
+  for _, s in ipairs(strings) do
+    local v = s.value
+    if v:find("__global__", 1, true) and not v:find("^%s*kevo:launch") then
+      parts[#parts + 1] = (v:gsub("^\r?\n", ""))
     end
   end
   if #parts == 0 then return nil end
-  return table.concat(parts, "\n")
+  local notes = {}
+  if #unresolved > 0 then
+    notes[#notes + 1] = "left f-string fields kevo could not resolve as written: {" ..
+      table.concat(unresolved, "}, {") .. "}"
+  end
+  return table.concat(parts, "\n"), notes
 end
 
 return M

@@ -7,12 +7,14 @@
 -- kevo:launch block, so the rest is dropped, each statement replaced by a comment naming it.
 --
 --   local tr = require "kevo.extract.triton"
---   tr.kernel_only(code) -> code2, notes
+--   tr.kernel_only(code) -> code2, notes, problem
 --       Keeps comments, strings, imports of triton and math, @triton.jit functions (other
 --       decorators removed) and constant assignments; drops every other top-level statement.
 --       A tl.constexpr parameter without a default takes the value the dropped code gave it
 --       (the autotuner's first triton.Config, else NAME=<number> in the launcher's call) when
 --       that value is one number, so the kernel compiles on its own. notes: what changed.
+--       problem: why the kernel cannot work without the dropped code (a constexpr that only
+--       @triton.heuristics gives a value), for the model; nil when none.
 -- A reader of top-level statements by indentation, brackets and triple-quoted strings, not a
 -- Python parser.
 local M = {}
@@ -159,6 +161,11 @@ function M.kernel_only(code)
       if jit then
         s.kernel = true
         for k, v in pairs(first_config(text)) do config[k] = v end
+        local h = text:match("@triton%.heuristics%s*%(%s*(%b{})")
+        for k in (h or ""):gmatch("[\"']([%w_]+)[\"']%s*:") do
+          s.heuristics = s.heuristics or {}
+          s.heuristics[#s.heuristics + 1] = k
+        end
       else
         s.drop = "decorated " .. (text:match("\ndef%s+([%w_]+)") or "function")
       end
@@ -180,6 +187,7 @@ function M.kernel_only(code)
   end
   local all_dropped = table.concat(dropped_text, "\n")
   local out, notes, lifted, removed_decorators = {}, {}, {}, false
+  local problems = {}
   for _, s in ipairs(stmts) do
     if s.drop then
       local trailing = {}
@@ -202,6 +210,16 @@ function M.kernel_only(code)
           removed_decorators = true -- another decorator, or its continuation lines
         end
       end
+      for _, k in ipairs(s.heuristics or {}) do
+        local has_default = (def or ""):find("[%(,]%s*" .. k .. "%s*:%s*tl%.constexpr%s*=")
+        if not has_default then
+          problems[#problems + 1] = "@triton.heuristics gives " .. k .. " of " ..
+            ((def or ""):match("^def%s+([%w_]+)") or "the kernel") .. " its value at each call, " ..
+            "and kevo compiles the kernel once for every shape, without the decorator: give " ..
+            k .. " a default that is right on every shape (such as the masked path), or compute " ..
+            "the condition inside the kernel"
+        end
+      end
       local given
       def, given = lift_constexprs(def or "", config, all_dropped)
       for _, g in ipairs(given) do lifted[#lifted + 1] = g end
@@ -219,8 +237,9 @@ function M.kernel_only(code)
     notes[#notes + 1] = "constexpr defaults taken from the dropped code: " ..
       table.concat(lifted, ", ")
   end
-  if #notes == 0 then return code, notes end
-  return table.concat(out, "\n") .. "\n", notes
+  local problem = #problems > 0 and table.concat(problems, "; ") or nil
+  if #notes == 0 then return code, notes, problem end
+  return table.concat(out, "\n") .. "\n", notes, problem
 end
 
 return M
