@@ -332,8 +332,10 @@ class Compiler:
                 elif p.has_default:
                     cx[p.name] = p.default
                 else:
-                    raise Rejected(0, 0, f"constexpr '{p.name}' of '{fn.__name__}' has no value "
-                                   "(give it in constexprs)")
+                    raise Rejected(0, 0, f"constexpr '{p.name}' of '{fn.__name__}' has no value: "
+                                   f"give it a default ({p.name}: tl.constexpr = ...) or a knob; "
+                                   "the kernel is compiled once for every shape, so a value a "
+                                   "launcher would compute from the shape is not there")
                 sig[p.name] = "constexpr"
                 continue
             if p.name not in given:

@@ -166,6 +166,11 @@ static int check_operand(const char *t, size_t n, size_t i, const char *what,
     reason = "a host header: kevo compiles device code only (NVRTC, no host compiler); "
              "drop it and every host function (a PyTorch wrapper, main): kevo launches the "
              "kernels itself, as the kevo:launch block says";
+  else if (!header_exists(incdirs, name) && close == '"')
+    reason = "no such header: kevo compiles the one source file you send, so put what you need "
+             "from your own header into that source (the CUDA toolkit's headers, such as "
+             "cuda_fp16.h, and cmath, cfloat, climits, cstdint, limits, type_traits may be "
+             "included)";
   else if (!header_exists(incdirs, name))
     reason = "not a CUDA toolkit header (candidates may include the toolkit's headers, "
              "such as cuda_fp16.h or cub/block/block_reduce.cuh, and the C and C++ headers "
