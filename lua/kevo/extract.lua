@@ -70,21 +70,23 @@ function M.blocks(text)
     line = line:gsub("\r$", "")
     if open then
       local indent, fence = line:match("^( *)([`~]+)%s*$")
-      if fence and #indent <= 3 and fence:sub(1, 1) == open.char and #fence >= open.len then
+      if fence and #indent <= open.indent + 3 and fence:sub(1, 1) == open.char and
+         #fence >= open.len then
         open.block.code = table.concat(open.lines, "\n")
         open.block.closed = true
         blocks[#blocks + 1] = open.block
         open = nil
-      else
-        open.lines[#open.lines + 1] = line
+      else -- a fence indented in a list item: its lines lose that indent
+        local lead = line:match("^ *")
+        open.lines[#open.lines + 1] = line:sub(math.min(#lead, open.indent) + 1)
       end
     else
       local indent, fence, info = line:match("^( *)(```+)%s*(.-)%s*$")
       if not fence then indent, fence, info = line:match("^( *)(~~~+)%s*(.-)%s*$") end
-      if fence and #indent <= 3 and not info:find("`", 1, true) then
+      if fence and not info:find("`", 1, true) then
         local tag = info:match("^([^%s{]+)") or ""
         tag = tag:lower()
-        open = {char = fence:sub(1, 1), len = #fence, lines = {},
+        open = {char = fence:sub(1, 1), len = #fence, lines = {}, indent = #indent,
                 block = {tag = tag ~= "" and tag or nil, lang = LANGS[tag], line = lineno,
                          info = info, before = before}}
       elseif line:find("%S") then
@@ -100,7 +102,7 @@ function M.blocks(text)
   for _, b in ipairs(blocks) do
     local plain = unescape_html(b.code)
     if plain then b.code, b.html = plain, true end
-    if not b.tag then b.lang = guess(b.code) end
+    if not b.lang then b.lang = guess(b.code) end -- untagged, or a tag such as text
   end
   return blocks
 end

@@ -190,4 +190,20 @@ pick = assert(extract.best("<think>\n```cuda\n__global__ void draft(\n</think>\n
   "```cuda\nextern \"C\" __global__ void final(int* y) {}\n```\n", "cuda"))
 assert(pick.source:find("final") and pick.notes[1]:find("reasoning"), pick.source)
 
+-- a fence indented in a list item; a block tagged text that is a launch; a kernel's prototype
+local listed = "1. Kernel:\n\n    ```cuda\n    __global__ void q(float* y);\n" ..
+  "    __global__ void q(float* y) { y[0] = 1; }\n    ```\n\n    ```text\n" ..
+  "    return {kernels = {}}\n    ```\n"
+pick = assert(extract.best(listed, "cuda"))
+assert(pick.source == 'extern "C" __global__ void q(float* y);\n' ..
+  'extern "C" __global__ void q(float* y) { y[0] = 1; }', pick.source)
+assert(pick.launch == "return {kernels = {}}", tostring(pick.launch))
+
+-- @triton.jit(...) becomes a bare @triton.jit; an annotated constant is kept
+s, notes = tr.kernel_only("import triton\nimport triton.language as tl\n" ..
+  "B: tl.constexpr = tl.constexpr(64)\n@triton.jit(\n    do_not_specialize=['n'],\n)\n" ..
+  "def k(x, n):\n    pass\n")
+assert(s:find("B: tl.constexpr = tl.constexpr(64)\n@triton.jit\ndef k(x, n):", 1, true), s)
+assert(table.concat(notes, "\n"):find("arguments"), table.concat(notes, "\n"))
+
 print("extract ok")

@@ -217,8 +217,8 @@ function device_only(src, in_extern_c)
       elseif head:find("__global__", 1, true) and not head:find('extern%s*"C"') and
              not in_extern_c and not head:find("%f[%w_]template%f[^%w_]") then
         local name = declared_name(head)
-        if name then
-          kernels[name] = (kernels[name] or 0) + 1
+        if name then -- definitions are counted (overloads); a prototype follows its definition
+          if has_body then kernels[name] = (kernels[name] or 0) + 1 end
           it.kernel = name
         end
       end
@@ -238,7 +238,7 @@ function device_only(src, in_extern_c)
       out[#out + 1] = it.lead .. "/* kevo: dropped " .. it.drop .. " (" .. why .. ") */" ..
         (it.body:match("\n*$") or "")
     elseif it.kernel and kernels[it.kernel] == 1 then
-      externed[#externed + 1] = it.kernel
+      if externed[#externed] ~= it.kernel then externed[#externed + 1] = it.kernel end
       out[#out + 1] = it.lead .. it.body:gsub("__global__", 'extern "C" __global__', 1)
     else
       out[#out + 1] = it.text

@@ -156,7 +156,10 @@ function M.kernel_only(code)
     if s.decorated then
       local jit = false
       for _, l in ipairs(s.lines) do
-        if l:find("^@triton%.jit%s*$") or l:find("^@triton%.jit%s*#") then jit = true end
+        if l:find("^@triton%.jit%s*$") or l:find("^@triton%.jit%s*#") or
+           l:find("^@triton%.jit%s*%(") then
+          jit = true
+        end
       end
       if jit then
         s.kernel = true
@@ -179,6 +182,9 @@ function M.kernel_only(code)
       s.drop = "class " .. (first:match("class%s+([%w_]+)") or "?")
     else
       local name, rhs = text:match("^([%w_]+)%s*=%s*(.*)$")
+      if not name then -- an annotated constant, BLOCK: tl.constexpr = 1024
+        name, rhs = text:match("^([%w_]+)%s*:%s*[%w_%.]+%s*=%s*(.*)$")
+      end
       if not (name and (name == "KEVO_LAUNCH" or is_constant(rhs))) then
         s.drop = (first:match("^[%w_%.]+") or "statement") .. " (line " .. s.first .. ")"
       end
@@ -187,7 +193,7 @@ function M.kernel_only(code)
   end
   local all_dropped = table.concat(dropped_text, "\n")
   local out, notes, lifted, removed_decorators = {}, {}, {}, false
-  local problems = {}
+  local problems, jit_args = {}, false
   for _, s in ipairs(stmts) do
     if s.drop then
       local trailing = {}
@@ -204,6 +210,9 @@ function M.kernel_only(code)
         if l:find("^def%s") then
           def = table.concat(s.lines, "\n", i)
           break
+        elseif l:find("^@triton%.jit%s*%(") then -- @triton.jit(...): the server takes it bare
+          kept[#kept + 1] = "@triton.jit"
+          jit_args = true
         elseif l:find("^@triton%.jit") then
           kept[#kept + 1] = l
         elseif l:find("^@") or #kept == 0 then
@@ -230,6 +239,8 @@ function M.kernel_only(code)
     end
   end
   if #dropped > 0 then notes[#notes + 1] = "dropped host code: " .. table.concat(dropped, ", ") end
+  if jit_args then notes[#notes + 1] = "dropped @triton.jit's arguments (kevo compiles a bare "
+    .. "@triton.jit)" end
   if removed_decorators then
     notes[#notes + 1] = "kept @triton.jit only (kevo tunes knobs itself)"
   end
