@@ -206,4 +206,15 @@ s, notes = tr.kernel_only("import triton\nimport triton.language as tl\n" ..
 assert(s:find("B: tl.constexpr = tl.constexpr(64)\n@triton.jit\ndef k(x, n):", 1, true), s)
 assert(table.concat(notes, "\n"):find("arguments"), table.concat(notes, "\n"))
 
+-- a template kernel only the dropped host code instantiates: an extern "C" kernel calls it
+s = cu.device_only("template <typename T>\n__global__ void t(const T* x, T* y, int n) " ..
+  "{ y[0] = x[0]; }\nvoid go(float* x, float* y) { t<float><<<1, 1>>>(x, y, 1); }\n")
+assert(s:find("__device__ __forceinline__ void t_kevo_impl(const T* x", 1, true) and
+  s:find('extern "C" __global__ void t(const float* x, float* y, int n) {\n' ..
+         '  t_kevo_impl<float>(x, y, n);\n}', 1, true), s)
+-- launched with two different arguments, or instantiated in the source: left as written
+s = cu.device_only("template <int B>\n__global__ void t(float* y) {}\n" ..
+  "void go(float* y) { t<1><<<1, 1>>>(y); t<2><<<1, 1>>>(y); }\n")
+assert(not s:find("kevo_impl", 1, true), s)
+
 print("extract ok")

@@ -96,4 +96,6 @@ return {
   {file = "65_triton_next_power_of_2.md", recipe = "softmax", lang = "triton", want = "feedback",
    says = {"constexpr 'BLOCK'", "give it a default (BLOCK: tl.constexpr = ...)"}},
   {file = "66_toolkit_headers_misc.md", recipe = "gelu", want = "launch"},
+  {file = "67_modelnew_at_dispatch_template.md", recipe = "row_sum", want = "launch"},
+  {file = "68_template_block_size_host_launch.md", recipe = "softmax", want = "launch"},
 }

@@ -11,7 +11,10 @@
 --       __device__ and use host APIs (<<<...>>> launches, torch::, at::, cudaMalloc..., main,
 --       PYBIND11_MODULE), and declarations of torch functions; adds extern "C" to top-level
 --       __global__ kernels that lack it (kevo finds kernels by their names), when no template or
---       overload makes that wrong. notes: what changed, one string each ({}: src2 == src).
+--       overload makes that wrong. A template kernel that only the dropped host code
+--       instantiates (k<float><<<...>>>, k<scalar_t> in AT_DISPATCH: float) becomes a __device__
+--       template called by an extern "C" kernel of its name with those arguments.
+--       notes: what changed, one string each ({}: src2 == src).
 --   cu.from_python(code) -> src, notes | nil
 --       The CUDA source held by a Python program's strings (load_inline's cuda_sources,
 --       cupy.RawKernel): every string value that defines a __global__ kernel. A value is a
@@ -175,6 +178,80 @@ local function scope_of(head)
   return nil
 end
 
+-- Splits a list at its top-level commas (none inside (), <>, [] or {}).
+local function split_commas(list)
+  local out, depth, start = {}, 0, 1
+  for i = 1, #list do
+    local ch = list:sub(i, i)
+    if ch:find("[%(<%[{]") then
+      depth = depth + 1
+    elseif ch:find("[%)>%]}]") then
+      depth = depth - 1
+    elseif ch == "," and depth == 0 then
+      out[#out + 1] = list:sub(start, i - 1)
+      start = i + 1
+    end
+  end
+  out[#out + 1] = list:sub(start)
+  return out
+end
+
+-- The one set of template arguments the dropped host code launches template kernel `name`
+-- with (name<float><<<...>>>; AT_DISPATCH's scalar_t is float), or nil when there is not one.
+local function launched_with(host, name)
+  local seen, only, count = {}, nil, 0
+  for args in host:gmatch("%f[%w_]" .. name .. "%s*(%b<>)%s*<<<") do
+    args = args:sub(2, -2):gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+    if not seen[args] then seen[args], only, count = true, args, count + 1 end
+  end
+  if count ~= 1 then return nil end
+  local vals = split_commas(only)
+  for i, v in ipairs(vals) do
+    v = v:gsub("^%s+", ""):gsub("%s+$", "")
+    if v == "scalar_t" and host:find("AT_DISPATCH", 1, true) then v = "float" end
+    vals[i] = v
+  end
+  return vals
+end
+
+-- A template kernel kevo cannot name (it is instantiated only by the host code kevo drops) made
+-- a __device__ template, called by an extern "C" kernel of its name with the template
+-- arguments the host code used. nil when its parameters cannot be forwarded.
+local function wrap_template_kernel(body, name, vals)
+  local tparams = body:match("^%s*template%s*(%b<>)")
+  local head = body:match("^[^{]*")
+  local at = head:find("%f[%w_]" .. name .. "%s*%(")
+  local params = at and head:match("%b()", at)
+  if not (tparams and params) then return nil end
+  local tnames = {}
+  for _, p in ipairs(split_commas(tparams:sub(2, -2))) do
+    tnames[#tnames + 1] = p:gsub("=.*$", ""):match("([%w_]+)%s*$")
+  end
+  if #tnames ~= #vals then return nil end
+  local function bind(text)
+    for i, n in ipairs(tnames) do text = text:gsub("%f[%w_]" .. n .. "%f[^%w_]", vals[i]) end
+    return text
+  end
+  local args = {}
+  if params:find("%S", 2) and params ~= "()" then
+    for _, p in ipairs(split_commas(params:sub(2, -2))) do
+      local n = p:gsub("=.*$", ""):gsub("%b[]", ""):match("([%w_]+)%s*$")
+      if not n or p:match("^%s*[%w_]+%s*$") then return nil end -- an unnamed parameter
+      args[#args + 1] = n
+    end
+  end
+  local bounds = head:match("__launch_bounds__%s*%b()")
+  local impl = name .. "_kevo_impl"
+  local new_head = head:gsub("__launch_bounds__%s*%b()", "", 1)
+    :gsub("__global__", "__device__ __forceinline__", 1)
+    :gsub("%f[%w_]" .. name .. "(%s*%()", impl .. "%1", 1)
+  local trail = body:match("\n*$")
+  return new_head .. body:sub(#head + 1, #body - #trail) .. "\n\n" ..
+    'extern "C" __global__ void ' .. (bounds and bind(bounds) .. " " or "") .. name ..
+    bind(params) .. " {\n  " .. impl .. "<" .. table.concat(vals, ", ") .. ">(" ..
+    table.concat(args, ", ") .. ");\n}" .. trail
+end
+
 local device_only
 
 -- A namespace or extern "C" block, its body taken through device_only like a file of its own.
@@ -214,6 +291,8 @@ function device_only(src, in_extern_c)
         it.drop = "host function " .. (declared_name(head) or "?")
       elseif not device and not has_body and any(body, HOST_DECLS) then
         it.drop = "host declaration " .. (declared_name(head) or "?")
+      elseif has_body and head:find("__global__", 1, true) and head:find("^%s*template%s*<") then
+        it.template_kernel = declared_name(head)
       elseif head:find("__global__", 1, true) and not head:find('extern%s*"C"') and
              not in_extern_c and not head:find("%f[%w_]template%f[^%w_]") then
         local name = declared_name(head)
@@ -224,6 +303,24 @@ function device_only(src, in_extern_c)
       end
     end
   end
+  local host = {}
+  for _, it in ipairs(items) do
+    if it.drop and it.kind ~= "pp" then host[#host + 1] = it.body end
+  end
+  host = table.concat(host, "\n")
+  local wrapped = {}
+  for _, it in ipairs(items) do
+    local name = it.template_kernel
+    -- explicitly instantiated in the source (template __global__ void k<float>(...);): as written
+    if name and not src:find("%f[%w_]template%s+[%w_%s]*%f[%w_]" .. name .. "%s*<") then
+      local vals = launched_with(host, name)
+      local text = vals and wrap_template_kernel(it.body, name, vals)
+      if text then
+        it.wrapped = it.lead .. text
+        wrapped[#wrapped + 1] = name .. "<" .. table.concat(vals, ", ") .. ">"
+      end
+    end
+  end
   local externed, inner_notes = {}, {}
   for _, it in ipairs(items) do
     local scoped, more = nil, nil
@@ -231,6 +328,8 @@ function device_only(src, in_extern_c)
     if scoped then
       out[#out + 1] = scoped
       for _, n in ipairs(more) do inner_notes[#inner_notes + 1] = n end
+    elseif it.wrapped then
+      out[#out + 1] = it.wrapped
     elseif it.drop then
       dropped[#dropped + 1] = it.drop
       local why = it.kind == "pp" and "a host header" or
@@ -248,6 +347,10 @@ function device_only(src, in_extern_c)
   if #externed > 0 then
     notes[#notes + 1] = 'declared extern "C" (kevo finds kernels by name): ' ..
       table.concat(externed, ", ")
+  end
+  if #wrapped > 0 then
+    notes[#notes + 1] = "the template kernel(s) the dropped host code launched became an " ..
+      'extern "C" kernel of the same name: ' .. table.concat(wrapped, ", ")
   end
   for _, n in ipairs(inner_notes) do notes[#notes + 1] = n end
   if #notes == 0 then return src, notes end
