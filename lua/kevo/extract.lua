@@ -102,6 +102,8 @@ function M.blocks(text)
   for _, b in ipairs(blocks) do
     local plain = unescape_html(b.code)
     if plain then b.code, b.html = plain, true end
+    plain = reply_src.plain_chars(b.code)
+    if plain then b.code, b.typographic = plain, true end
     if not b.lang then b.lang = guess(b.code) end -- untagged, or a tag such as text
   end
   return blocks
@@ -230,6 +232,9 @@ local function candidate_of(b, files)
     notes[#notes + 1] = "made " .. b.prose .. " line(s) of prose between the code into comments"
   end
   if b.html then notes[#notes + 1] = "restored HTML-escaped characters (&lt; &gt; &amp; &quot;)" end
+  if b.typographic then
+    notes[#notes + 1] = "replaced typographic quotes, non-breaking and zero-width spaces"
+  end
   for _, n in ipairs(b.notes or {}) do notes[#notes + 1] = n end
   local c = {lang = lang, source = code, line = b.line, closed = b.closed, notes = notes,
              problem = problem}
@@ -240,6 +245,28 @@ end
 
 local function is_launch_block(b)
   return b.lang == "lua" and b.code:find("kernels", 1, true) ~= nil
+end
+
+local function has_kernel(c)
+  if c.lang == "triton" then return c.source:find("@triton.jit", 1, true) ~= nil end
+  return c.source:find("__global__", 1, true) ~= nil
+end
+
+-- A launch that came with code defining no kernel (a block of its own in the kernel's language,
+-- or a ```lua block after a host wrapper) belongs to the kernel before it that has none.
+local function move_stray_launches(out)
+  for i, c in ipairs(out) do
+    if c.launch and not has_kernel(c) then
+      for j = i - 1, 1, -1 do
+        local k = out[j]
+        if k.lang == c.lang and has_kernel(k) and not k.launch then
+          k.launch, k.launch_from, c.launch = c.launch, "block", nil
+          k.notes[#k.notes + 1] = "took the launch from the block at line " .. c.line
+          break
+        end
+      end
+    end
+  end
 end
 
 -- ```json blocks replaced by the code their strings hold.
@@ -274,6 +301,7 @@ function M.candidates(reply, opts)
   if type(text) ~= "string" then error("extract.candidates: reply must be a reply or text", 2) end
   local out, skipped, waiting = {}, {}, nil
   local answer, thought = reply_src.strip_thinking(text)
+  answer = reply_src.html_fences(answer)
   local blocks = M.blocks(answer)
   if #blocks == 0 then blocks = reply_src.json_blocks(answer) end
   if #blocks == 0 then blocks = unfenced(answer) end
@@ -339,6 +367,7 @@ function M.candidates(reply, opts)
     end
     return nil, "E_PARSE: " .. why .. " in the reply", "E_PARSE"
   end
+  move_stray_launches(out)
   out.skipped = skipped
   return out
 end
@@ -353,10 +382,6 @@ local FORMAT = {
     .. "{...}} '\'\' string.",
 }
 
-local function has_kernel(c)
-  if c.lang == "triton" then return c.source:find("@triton.jit", 1, true) ~= nil end
-  return c.source:find("__global__", 1, true) ~= nil
-end
 
 function M.best(reply, lang)
   if lang ~= "cuda" and lang ~= "triton" then

@@ -217,4 +217,24 @@ s = cu.device_only("template <int B>\n__global__ void t(float* y) {}\n" ..
   "void go(float* y) { t<1><<<1, 1>>>(y); t<2><<<1, 1>>>(y); }\n")
 assert(not s:find("kevo_impl", 1, true), s)
 
+-- HTML <pre><code>; typographic quotes and spaces; a launch in a block of its own
+pick = assert(extract.best("<p>Here:</p>\n<pre><code class=\"language-cuda\">" ..
+  "extern &quot;C&quot; " ..
+  "__global__ void h(int* y) { if (y[0] &lt; 1) y[0] = 1; }\n</code></pre>\n", "cuda"))
+assert(pick.source:find('extern "C" __global__ void h(int* y) { if (y[0] < 1)', 1, true),
+  pick.source)
+pick = assert(extract.best("```cuda\nextern \u{201C}C\u{201D} __global__ void g(int* y) {\n" ..
+  "\u{00A0}\u{00A0}y[0] = 1; // it\u{2019}s\n}\n```\n", "cuda"))
+assert(pick.source == 'extern "C" __global__ void g(int* y) {\n  y[0] = 1; // it\'s\n}',
+  pick.source)
+pick = assert(extract.best("```cuda\nextern \"C\" __global__ void w(int* y) {}\n```\n" ..
+  "```cpp\nvoid host(int* y) { w<<<1, 1>>>(y); }\n```\n```lua\nreturn {kernels = {}}\n```\n",
+  "cuda"))
+assert(pick.source:find("void w") and pick.launch == "return {kernels = {}}", pick.source)
+
+-- str.format on the name a source is bound to
+pick = assert(extract.best("```python\nsrc = '''__global__ void f(float* y) " ..
+  "{{ y[{i}] = {0}; }}'''\nsrc2 = src.format(7, i=3)\n```\n", "cuda"))
+assert(pick.source:find("void f(float* y) { y[3] = 7; }", 1, true), pick.source)
+
 print("extract ok")

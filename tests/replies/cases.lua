@@ -98,4 +98,9 @@ return {
   {file = "66_toolkit_headers_misc.md", recipe = "gelu", want = "launch"},
   {file = "67_modelnew_at_dispatch_template.md", recipe = "row_sum", want = "launch"},
   {file = "68_template_block_size_host_launch.md", recipe = "softmax", want = "launch"},
+  {file = "69_html_pre_code.md", recipe = "vector_add", want = "launch"},
+  {file = "70_typographic_quotes_nbsp.md", recipe = "gelu", want = "launch"},
+  {file = "71_modelnew_str_format.md", recipe = "transpose", want = "launch"},
+  {file = "72_kernel_host_block_then_launch.md", recipe = "rmsnorm", want = "launch"},
+  {file = "73_launch_in_own_cuda_block.md", recipe = "row_sum", want = "launch"},
 }

@@ -20,7 +20,8 @@
 --       cupy.RawKernel): every string value that defines a __global__ kernel. A value is a
 --       literal (triple-quoted or not, escapes decoded) or literals that concatenate (side by
 --       side across lines, or joined by +); an f-string's {{ }} become braces and {NAME} the
---       value of a module constant NAME = <number>.
+--       value of a module constant NAME = <number>, and so do str.format's fields from the
+--       call's arguments ("...".format(B=256), or src.format(...) on the name it is bound to).
 -- A reader for code as models write it, not a C++ parser: a top-level item ends at a `;` or at
 -- the `}` that closes a function body; comments and string literals are skipped.
 local M = {}
@@ -381,6 +382,36 @@ local function py_decode(body, prefix, consts, unresolved)
   return body
 end
 
+-- str.format applied to value with the call's arguments (numbers, string literals, module
+-- constants); fields it cannot resolve are left as written and listed in unresolved.
+local function py_format(value, args, consts, unresolved)
+  local kw, pos = {}, {}
+  for _, a in ipairs(split_commas(args:sub(2, -2))) do
+    local k, v = a:match("^%s*([%a_][%w_]*)%s*=%s*(.-)%s*$")
+    v = v or a:match("^%s*(.-)%s*$")
+    v = v:match("^[\"'](.*)[\"']$") or consts[v] or (v:find("^%-?[%d%.]+$") and v) or nil
+    if k then kw[k] = v else pos[#pos + 1] = v or false end
+  end
+  local next_pos = 0
+  value = value:gsub("{{", "\1"):gsub("}}", "\2")
+  value = value:gsub("{([^{}]*)}", function(field)
+    local name = field:match("^([^:!]*)")
+    local v
+    if name == "" then
+      next_pos = next_pos + 1
+      v = pos[next_pos]
+    elseif name:find("^%d+$") then
+      v = pos[tonumber(name) + 1]
+    else
+      v = kw[name]
+    end
+    if v then return v end
+    unresolved[#unresolved + 1] = field
+    return nil
+  end)
+  return (value:gsub("\1", "{"):gsub("\2", "}"))
+end
+
 -- The string values of a Python program, in order: adjacent literals (implicit concatenation,
 -- across lines inside brackets, or joined by +) as one value. consts: NAME = number or string
 -- at column 0, for f-strings.
@@ -425,15 +456,22 @@ local function python_strings(code)
       if cur and joinable then
         cur.value = cur.value .. value
       else
-        cur = {value = value}
+        cur = {value = value,
+               var = code:sub(1, i - #prefix - 1):match("([%a_][%w_]*)%s*=%s*%(?%s*$")}
         out[#out + 1] = cur
       end
       i, joinable = stop + #q, true
+      cur.stop = i
     elseif ch == "+" or ch == "\\" or ch:find("%s") then
       i = i + 1 -- between literals that concatenate
     else
       i, joinable, cur = i + 1, false, nil
     end
+  end
+  for _, g in ipairs(out) do -- "...".format(...), on the literal or on the name it is bound to
+    local args = code:match("^%s*%)?%s*%.format%s*(%b())", g.stop) or
+      (g.var and code:match("%f[%w_]" .. g.var .. "%s*%.format%s*(%b())"))
+    if args then g.value = py_format(g.value, args, consts, unresolved) end
   end
   return out, unresolved
 end

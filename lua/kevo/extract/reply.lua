@@ -20,7 +20,38 @@
 --       blanks ignored), in order.
 local M = {}
 
+--   rp.html_fences(text) -> text2
+--       <pre><code class="language-cuda">...</code></pre> (a reply rendered as HTML) as fences;
+--       the entities inside are restored with the block's other code.
+--   rp.plain_chars(code) -> code2 | nil
+--       Typographic quotes, non-breaking and zero-width spaces (a chat front end's, invalid in
+--       code) as plain ASCII; nil when there are none.
 local CLOSE_TAGS = {"</think>", "</thinking>", "</reasoning>"}
+
+function M.html_fences(text)
+  if not text:find("<pre", 1, true) or text:find("```", 1, true) then return text end
+  text = text:gsub("<pre[^>]*>%s*<code([^>]*)>", function(attrs)
+    local lang = attrs:match("language%-([%w_+#-]+)") or attrs:match("lang%-([%w_+#-]+)") or ""
+    return "\n```" .. lang .. "\n"
+  end)
+  return (text:gsub("</code>%s*</pre>", "\n```\n"))
+end
+
+local PLAIN = {["\u{201C}"] = '"', ["\u{201D}"] = '"', ["\u{2018}"] = "'", ["\u{2019}"] = "'",
+               ["\u{00A0}"] = " ", ["\u{200B}"] = "", ["\u{FEFF}"] = "", ["\u{2212}"] = "-"}
+
+function M.plain_chars(code)
+  local changed = false
+  -- single curly quotes are apostrophes in comments unless double ones say a front end was here
+  local curly = code:find("\u{201C}", 1, true) or code:find("\u{201D}", 1, true)
+  for from, to in pairs(PLAIN) do
+    if code:find(from, 1, true) and (curly or to ~= "'") then
+      code = code:gsub(from, to)
+      changed = true
+    end
+  end
+  return changed and code or nil
+end
 
 function M.strip_thinking(text)
   local last
