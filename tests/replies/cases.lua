@@ -103,4 +103,8 @@ return {
   {file = "71_modelnew_str_format.md", recipe = "transpose", want = "launch"},
   {file = "72_kernel_host_block_then_launch.md", recipe = "rmsnorm", want = "launch"},
   {file = "73_launch_in_own_cuda_block.md", recipe = "row_sum", want = "launch"},
+  {file = "74_modelnew_source_in_pieces.md", recipe = "row_sum", want = "launch"},
+  {file = "75_triton_libdevice.md", recipe = "gelu", lang = "triton", want = "feedback",
+   says = {"'triton.language.extra' is not allowed", "only triton, triton.language and math"}},
+  {file = "76_cuda_pipeline_cg_reduce.md", recipe = "row_sum", want = "launch"},
 }

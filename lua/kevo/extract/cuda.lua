@@ -17,7 +17,9 @@
 --       notes: what changed, one string each ({}: src2 == src).
 --   cu.from_python(code) -> src, notes | nil
 --       The CUDA source held by a Python program's strings (load_inline's cuda_sources,
---       cupy.RawKernel): every string value that defines a __global__ kernel. A value is a
+--       cupy.RawKernel), when one defines a __global__ kernel: every string value that looks
+--       like CUDA (a kernel, __device__ helpers, #define or #include <...> lines: a source
+--       built from pieces), in order. A value is a
 --       literal (triple-quoted or not, escapes decoded) or literals that concatenate (side by
 --       side across lines, or joined by +); an f-string's {{ }} become braces and {NAME} the
 --       value of a module constant NAME = <number>, and so do str.format's fields from the
@@ -478,15 +480,21 @@ end
 
 -- M.from_python(code) -> src | nil, notes
 function M.from_python(code)
-  local parts = {}
+  local parts, kernel = {}, false
   local strings, unresolved = python_strings(code)
   for _, s in ipairs(strings) do
     local v = s.value
-    if v:find("__global__", 1, true) and not v:find("^%s*kevo:launch") then
+    -- a kernel, or a piece of the same source (a prelude of #defines and helpers, a wrapper)
+    local cuda = v:find("__global__", 1, true) or v:find("__device__", 1, true) or
+      v:find("__constant__", 1, true) or v:find("^%s*#%s*define%s") or
+      v:find("\n%s*#%s*define%s") or v:find("^%s*#%s*include%s*<") or
+      v:find("\n%s*#%s*include%s*<")
+    if cuda and not v:find("^%s*kevo:launch") then
       parts[#parts + 1] = (v:gsub("^\r?\n", ""))
+      kernel = kernel or v:find("__global__", 1, true) ~= nil
     end
   end
-  if #parts == 0 then return nil end
+  if not kernel then return nil end
   local notes = {}
   if #unresolved > 0 then
     notes[#notes + 1] = "left f-string fields kevo could not resolve as written: {" ..
