@@ -51,6 +51,8 @@ static int extract_cuda(const char *src, size_t len, launch_block *out, kevo_err
     const char *p = m;
     while (p > src && (p[-1] == ' ' || p[-1] == '\t'))
       p--;
+    while (p - src >= 3 && p[-1] == '*' && p[-2] == '*')
+      p--; /* a doc comment: slash, two stars, kevo:launch */
     if (p - src < 2 || p[-2] != '/' || p[-1] != '*') continue; /* only inside a comment */
     const char *body = m + strlen("kevo:launch");
     const char *end = find_in(src, len, "*/", (size_t)(body - src));
@@ -59,6 +61,8 @@ static int extract_cuda(const char *src, size_t len, launch_block *out, kevo_err
                        line_of(src, m));
     out->text = body;
     out->len = (size_t)(end - body);
+    while (out->len && body[out->len - 1] == '*')
+      out->len--; /* the stars of a closing ** / */
     out->line = line_of(src, m);
     return KEVO_OK;
   }

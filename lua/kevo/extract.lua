@@ -129,10 +129,12 @@ end
 -- followed by `//` comment lines (CUDA C), a '''kevo:launch ... ''' or """kevo:launch ... """
 -- string, or `# kevo:launch` followed by `#` comment lines (Python).
 function M.launch(source)
-  local chunk = source:match("/%*%s*kevo:launch[ \t]*\n(.-)%*/")
+  -- the chunk may start on the marker's line (/* kevo:launch return {...} */, as the prompt
+  -- writes it); a doc comment (/** ... **/) is a comment too
+  local chunk = source:match("/%*+%s*kevo:launch[ \t]*\n?(.-)%*+/")
   if chunk then return chunk end
-  chunk = source:match("'''%s*kevo:launch[ \t]*\n(.-)'''") or
-          source:match('"""%s*kevo:launch[ \t]*\n(.-)"""')
+  chunk = source:match("'''%s*kevo:launch[ \t]*\n?(.-)'''") or
+          source:match('"""%s*kevo:launch[ \t]*\n?(.-)"""')
   if chunk then return chunk end
   return launch_in_comment_lines(source, "#") or launch_in_comment_lines(source, "//")
 end

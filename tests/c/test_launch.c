@@ -68,6 +68,10 @@ static void test_extract(void) {
   CHECK(b.len > 0 && memmem(b.text, b.len, "return {kernels", 15) != NULL);
   CHECK(memmem(b.text, b.len, "*/", 2) == NULL);
 
+  const char *doc = "/** kevo:launch return {kernels = {}} **/\n";
+  CHECK(launch_extract("cuda", doc, strlen(doc), &b, &err) == KEVO_OK);
+  CHECK(b.len == strlen(" return {kernels = {}} ") && !memcmp(b.text, " return", 7));
+
   const char *open = "/* kevo:launch\nreturn {}\n";
   CHECK(launch_extract("cuda", open, strlen(open), &b, &err) == KEVO_E_LAUNCH);
   CHECK_STR_CONTAINS(err.msg, "line 1: the kevo:launch comment is never closed");

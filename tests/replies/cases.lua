@@ -107,4 +107,7 @@ return {
   {file = "75_triton_libdevice.md", recipe = "gelu", lang = "triton", want = "feedback",
    says = {"'triton.language.extra' is not allowed", "only triton, triton.language and math"}},
   {file = "76_cuda_pipeline_cg_reduce.md", recipe = "row_sum", want = "launch"},
+  {file = "77_launch_one_line_doc_comment.md", recipe = "rmsnorm", want = "launch"},
+  {file = "78_triton_launch_one_line_string.md", recipe = "transpose", lang = "triton",
+   want = "launch"},
 }
