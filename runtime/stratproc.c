@@ -236,7 +236,11 @@ int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout
     long long left = deadline < 0 ? 1000 : deadline - now_ms();
     if (left < 0) left = 0;
     int pr = poll(pf, p->err_fd >= 0 ? 2 : 1, (int)(left > 1000 ? 1000 : left));
-    if (pr < 0 && errno != EINTR) return kevo_fail(err, KEVO_E_IO, "poll: %s", strerror(errno));
+    /* a signal (the host's Ctrl-C) ends the wait: the caller looks at it now, not a slice late,
+     * and the 2 s a strategy gets after Ctrl-C run from the key press */
+    if (pr < 0 && errno == EINTR)
+      return kevo_fail(err, KEVO_E_TIMEOUT, "a signal came before a message");
+    if (pr < 0) return kevo_fail(err, KEVO_E_IO, "poll: %s", strerror(errno));
     if (pr > 0 && p->err_fd >= 0 && pf[1].revents) drain_stderr(p);
     if (pr > 0 && pf[0].revents) continue;
     if (deadline >= 0 && now_ms() >= deadline)

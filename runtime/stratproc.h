@@ -51,9 +51,10 @@ int kevo_stratproc_start(kevo_stratproc *p, const kevo_stratproc_opts *o, kevo_e
 int kevo_stratproc_send(kevo_stratproc *p, const char *text, size_t len, int timeout_ms,
                         kevo_error *err);
 /* Waits up to timeout_ms for the next message, collecting stderr meanwhile. *text is
- * malloc'd (the caller frees). KEVO_E_TIMEOUT: none came; KEVO_E_IO: the process closed its
- * end (it died or exited); KEVO_E_PARSE: a malformed or oversized frame. A frame once begun
- * must be complete within 10 s. */
+ * malloc'd (the caller frees). KEVO_E_TIMEOUT: none came, or a signal (Ctrl-C) cut the wait
+ * short so that the caller sees it at once; KEVO_E_IO: the process closed its end (it died or
+ * exited); KEVO_E_PARSE: a malformed or oversized frame. A frame once begun must be complete
+ * within 10 s. */
 int kevo_stratproc_recv(kevo_stratproc *p, char **text, size_t *len, int timeout_ms,
                         kevo_error *err);
 /* Whether a wait may spin now (proto.h): kevo's own waits on the process follow it, and the host

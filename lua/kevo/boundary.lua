@@ -23,7 +23,8 @@ local M = {}
 
 M.GRACE_S = 0.5          -- past --time, the process may still return by itself
 M.STOP_GRACE_S = 2.0     -- after a stop of the whole run, or Ctrl-C
-local SLICE_MS = 100     -- how often the host looks at the clock and Ctrl-C while waiting
+local SLICE_MS = 100     -- how often the host looks at the clock while waiting (Ctrl-C cuts
+                         -- the wait short: runtime/stratproc.c)
 local REPLY_MS = 5000    -- a reply the process does not read in this time ends it
 local TAIL = 12          -- log lines kept for the report of a strategy that dies
 local MEM_BYTES = 1024 << 20
@@ -110,8 +111,8 @@ function Session:death(why, grace_ms)
 end
 
 -- The next message, decoded and checked to be an object with an op. deadline(): seconds of the
--- monotonic clock by which one must come, or nil; it is asked again at every slice, so Ctrl-C
--- and the run's clock are seen while the process computes.
+-- monotonic clock by which one must come, or nil; it is asked again at every slice and after a
+-- Ctrl-C, so the run's clock and the key press are seen while the process computes.
 function Session:next_message(deadline_fn)
   while true do
     local limit, why = deadline_fn()
