@@ -1,4 +1,4 @@
--- escape: a __gc hang with no --time: Ctrl-C must still end the run, within 2 s
+-- escape: a __gc hang with no --time: Ctrl-C must still end the run (killed 2 s after it)
 -- exit: 0
 -- want: killed
 -- time: none

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The escape corpus (tests/escape/*.lua): strategies written as an attacker would, each run by
 # `kevo run` on the synthetic cost model. For every one: kevo itself survives (no signal), the
-# run ends within its --time budget plus 2 s, its exit code and output are the expected ones,
-# "ESCAPED" never appears, no file is written outside the run's own output and archive, the
-# loopback canary server gets no request, and the fake API key appears nowhere. Cases marked
-# "inspect" are looked at from outside while they run: the strategy process has an empty
-# environment, descriptors 0-2 only (pipes), seccomp on and no new privileges.
+# run ends within its --time budget plus 2 s (a Ctrl-C: 3.5 s after it), its exit code and output
+# are the expected ones, "ESCAPED" never appears, no file is written outside the run's own
+# output and archive, the loopback canary server gets no request, and the fake API key appears
+# nowhere. Cases marked "inspect" are looked at from outside while they run: the strategy
+# process has an empty environment, descriptors 0-2 only (pipes), seccomp on and no new
+# privileges.
 set -u
 fail=0
 tmp=$(mktemp -d)
@@ -99,10 +100,15 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
       --out "$dir/out" "${time_args[@]}" $args > "$dir/log" 2>&1) &
   pid=$!
   [ "$(directive inspect "$file")" = yes ] && inspect "$pid"
-  if [ -n "$intr" ]; then sleep "$intr"; kill -INT "$pid"; fi
+  if [ -n "$intr" ]; then sleep "$intr"; kill -INT "$pid"; sent=$(date +%s.%N); fi
   wait "$pid"; rc=$?
   took=$(echo "$(date +%s.%N) - $start" | bc)
-  limit=$budget; [ "$budget" = none ] && limit=${intr:-20}
+  # limit: when kevo must stop the strategy, from the command's start; grace: how long kevo
+  # then lets it go on (lua/kevo/boundary.lua): 0.5 s past --time (GRACE_S), 2 s past the Ctrl-C
+  # as this test sent it (STOP_GRACE_S; a loaded machine may send it well after $intr s)
+  limit=$budget; grace=0.5
+  [ "$budget" = none ] && limit=20
+  [ -n "$intr" ] && limit=$(echo "$sent - $start" | bc) && grace=2
   bad=""
   [ "$rc" -gt 2 ] && bad="$bad kevo died (exit $rc)"
   [ -n "$want_rc" ] && [ "$rc" != "$want_rc" ] && bad="$bad exit $rc, want $want_rc;"
@@ -113,11 +119,15 @@ for file in "$corpus"/${ESCAPE_ONLY:-}*.lua; do
   # nothing a strategy writes may drive the terminal: no ESC, CR, BS or BEL byte, no 8-bit
   # CSI, no bidi override in what kevo printed
   LC_ALL=C grep -qP '[\x1b\x07\x08\r]|\xc2\x9b|\xe2\x80\xae' "$dir/log" && bad="$bad terminal controls printed raw;"
-  # the run's own time (its summary line, from the run's start) within the budget + 2 s; the
-  # whole command's within that plus kevo's start and finish (and 1 s for a loaded machine)
+  # the run's own time (its summary line, from the run's start) within the limit, the grace and
+  # 1.5 s to kill the process, reap it and finish the archive (2 s past --time, as always; the
+  # Ctrl-C case had only kevo's start for that, and failed 1 run in 30 at load 8 when the kill
+  # and finish took 0.1 s longer); the whole command's within that plus kevo's start and finish
+  # (and 1 s for a loaded machine)
   ran=$(sed -n 's/^run [0-9]* [a-z]*: .*, \([0-9.]*\) s\( \[.*\]\)\{0,1\}$/\1/p' "$dir/log" | head -1)
-  [ -n "$ran" ] && [ "$(echo "$ran > $limit + 2" | bc)" = 1 ] && bad="$bad the run took ${ran}s, budget ${limit}s + 2;"
-  [ "$(echo "$took > $limit + 3 + $base" | bc)" = 1 ] && bad="$bad took ${took}s, budget ${limit}s + 2 (+ ${base}s + 1);"
+  within=$(echo "$limit + $grace + 1.5" | bc)
+  [ -n "$ran" ] && [ "$(echo "$ran > $within" | bc)" = 1 ] && bad="$bad the run took ${ran}s, limit ${limit}s + ${grace}s grace + 1.5;"
+  [ "$(echo "$took > $within + 1 + $base" | bc)" = 1 ] && bad="$bad took ${took}s, limit ${limit}s + ${grace}s grace + 1.5 (+ ${base}s + 1);"
   grep -qF "$key" "$dir/log" "$dir"/kevo.db* 2>/dev/null && bad="$bad the key leaked;"
   # files: only the strategy copy, its log, the archive and out/ may exist in the case's dir
   strays=$(cd "$tmp" && find . -newer marker -type f ! -path "./$name/kevo.db*" ! -path "./$name/out/*" \
