@@ -110,4 +110,6 @@ return {
   {file = "77_launch_one_line_doc_comment.md", recipe = "rmsnorm", want = "launch"},
   {file = "78_triton_launch_one_line_string.md", recipe = "transpose", lang = "triton",
    want = "launch"},
+  {file = "79_constant_tables_pragma_once.md", recipe = "gelu", want = "launch"},
+  {file = "80_using_namespace_torch.md", recipe = "vector_add", want = "launch"},
 }

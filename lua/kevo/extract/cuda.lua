@@ -43,7 +43,10 @@ local HOST_USES = {
   "%f[%w_]malloc%s*%(", "%f[%w_]fprintf%s*%(", "%f[%w_]exit%s*%(",
 }
 -- Declarations (no body) that only host code can read.
-local HOST_DECLS = {"%f[%w_]torch::", "%f[%w_]at::", "%f[%w_]py::", "%f[%w_]std::vector"}
+local HOST_DECLS = {"%f[%w_]torch::", "%f[%w_]at::", "%f[%w_]py::", "%f[%w_]std::vector",
+                    "^using%s+namespace%s+torch%f[^%w_]", "^using%s+namespace%s+at%f[^%w_]",
+                    "^using%s+namespace%s+c10%f[^%w_]", "^using%s+namespace%s+pybind11%f[^%w_]",
+                    "^namespace%s+[%w_]+%s*=%s*pybind11%f[^%w_]"}
 
 local function any(text, pats)
   for _, p in ipairs(pats) do
@@ -293,7 +296,8 @@ function device_only(src, in_extern_c)
       elseif not device and has_body and head:find("%)[%s%w_]*$") and any(body, HOST_USES) then
         it.drop = "host function " .. (declared_name(head) or "?")
       elseif not device and not has_body and any(body, HOST_DECLS) then
-        it.drop = "host declaration " .. (declared_name(head) or "?")
+        it.drop = "host declaration " .. (declared_name(head) or
+                                          body:match("^[^;\n]*"):gsub("%s+", " "))
       elseif has_body and head:find("__global__", 1, true) and head:find("^%s*template%s*<") then
         it.template_kernel = declared_name(head)
       elseif head:find("__global__", 1, true) and not head:find('extern%s*"C"') and
