@@ -158,6 +158,11 @@ local function unfenced(text)
   local lang = text:find("@triton.jit", 1, true) and "python" or
     (text:find("__global__", 1, true) and "cuda")
   if not lang then return {} end
+  -- a Python program whose strings hold the CUDA (KernelBench's ModelNew with no fence)
+  if lang == "cuda" and (text:find("load_inline", 1, true) or text:find("RawKernel", 1, true))
+     and (text:find("^import%s") or text:find("\nimport%s")) then
+    lang = "python"
+  end
   local lines = {}
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (line:gsub("\r$", "")) end
   local function matches(line, pats)

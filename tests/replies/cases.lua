@@ -112,4 +112,5 @@ return {
    want = "launch"},
   {file = "79_constant_tables_pragma_once.md", recipe = "gelu", want = "launch"},
   {file = "80_using_namespace_torch.md", recipe = "vector_add", want = "launch"},
+  {file = "81_unfenced_modelnew.md", recipe = "softmax", want = "launch"},
 }
