@@ -113,4 +113,5 @@ return {
   {file = "79_constant_tables_pragma_once.md", recipe = "gelu", want = "launch"},
   {file = "80_using_namespace_torch.md", recipe = "vector_add", want = "launch"},
   {file = "81_unfenced_modelnew.md", recipe = "softmax", want = "launch"},
+  {file = "82_std_headers_for_host_code.md", recipe = "transpose", want = "launch"},
 }

@@ -33,6 +33,10 @@ local HOST_INCLUDES = {
   ["Python.h"] = true, iostream = true, vector = true, string = true, map = true,
   unordered_map = true, memory = true, stdexcept = true, sstream = true, fstream = true,
   chrono = true, thread = true, mutex = true, functional = true, iomanip = true, random = true,
+  -- standard headers kevo does not provide to device code, included for the host side
+  array = true, tuple = true, numeric = true, iterator = true, initializer_list = true,
+  set = true, unordered_set = true, list = true, deque = true, queue = true, stack = true,
+  bitset = true, optional = true, variant = true, exception = true, cstdarg = true,
 }
 
 -- What only host code does (patterns over a function's text).
@@ -41,6 +45,9 @@ local HOST_USES = {
   "PYBIND11_MODULE", "%f[%w_]py::", "%f[%w_]cuda%u%w*%s*%(", "%f[%w_]std::cout",
   "%f[%w_]std::cerr", "%f[%w_]std::vector", "%f[%w_]std::string", "%f[%w_]main%s*%(",
   "%f[%w_]malloc%s*%(", "%f[%w_]fprintf%s*%(", "%f[%w_]exit%s*%(",
+  "%f[%w_]std::array", "%f[%w_]std::tuple", "%f[%w_]std::make_tuple", "%f[%w_]std::accumulate",
+  "%f[%w_]std::map", "%f[%w_]std::set", "%f[%w_]std::unordered_", "%f[%w_]std::list",
+  "%f[%w_]std::deque", "%f[%w_]std::optional", "%f[%w_]std::function", "%f[%w_]std::thread",
 }
 -- Declarations (no body) that only host code can read.
 local HOST_DECLS = {"%f[%w_]torch::", "%f[%w_]at::", "%f[%w_]py::", "%f[%w_]std::vector",
