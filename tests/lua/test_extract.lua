@@ -237,4 +237,12 @@ pick = assert(extract.best("```python\nsrc = '''__global__ void f(float* y) " ..
   "{{ y[{i}] = {0}; }}'''\nsrc2 = src.format(7, i=3)\n```\n", "cuda"))
 assert(pick.source:find("void f(float* y) { y[3] = 7; }", 1, true), pick.source)
 
+-- a constexpr from the launcher's positional argument, a module constant, a comprehension
+s = tr.kernel_only("import triton\nimport triton.language as tl\nB = 64\n" ..
+  "@triton.autotune(configs=[triton.Config({'R': r}) for r in [2, 4]], key=['n'])\n" ..
+  "@triton.jit\ndef k(x, n, C: tl.constexpr, D: tl.constexpr, R: tl.constexpr):\n    pass\n" ..
+  "def go(x):\n    k[(1,)](x, f(x, 1), 128, D=B)\n")
+assert(s:find("def k(x, n, C: tl.constexpr = 128, D: tl.constexpr = 64, R: tl.constexpr = 2)",
+  1, true), s)
+
 print("extract ok")

@@ -114,4 +114,8 @@ return {
   {file = "80_using_namespace_torch.md", recipe = "vector_add", want = "launch"},
   {file = "81_unfenced_modelnew.md", recipe = "softmax", want = "launch"},
   {file = "82_std_headers_for_host_code.md", recipe = "transpose", want = "launch"},
+  {file = "83_triton_constexpr_from_module_constant.md", recipe = "vector_add", lang = "triton",
+   want = "launch"},
+  {file = "84_triton_autotune_comprehension_positional.md", recipe = "row_sum", lang = "triton",
+   want = "launch"},
 }

@@ -11,8 +11,9 @@
 --       Keeps comments, strings, imports of triton and math, @triton.jit functions (other
 --       decorators removed) and constant assignments; drops every other top-level statement.
 --       A tl.constexpr parameter without a default takes the value the dropped code gave it
---       (the autotuner's first triton.Config, else NAME=<number> in the launcher's call) when
---       that value is one number, so the kernel compiles on its own. notes: what changed.
+--       (the autotuner's first triton.Config, a comprehension's first value included; else the
+--       launcher's call: positional, or NAME=<number or module constant>) when that value is
+--       one number, so the kernel compiles on its own. notes: what changed.
 --       problem: why the kernel cannot work without the dropped code (a constexpr that only
 --       @triton.heuristics gives a value), for the model; nil when none.
 -- A reader of top-level statements by indentation, brackets and triple-quoted strings, not a
@@ -93,19 +94,25 @@ local function is_constant(rhs)
     rhs:find("^tl%.constexpr%(%s*%-?[%d%.][%w%.]*%s*%)$") ~= nil
 end
 
--- {NAME = "value"} from the first triton.Config({...}) in text.
+-- {NAME = "value"} from the first triton.Config({...}) in text; a value that a comprehension's
+-- loop variable gives (for bm in [64, 128]) is the loop's first.
 local function first_config(text)
   local dict = text:match("triton%.Config%s*%(%s*(%b{})")
   local out = {}
   if dict then
-    for k, v in dict:gmatch("[\"']([%w_]+)[\"']%s*:%s*(%-?[%d%.]+)") do out[k] = v end
+    for k, v in dict:gmatch("[\"']([%w_]+)[\"']%s*:%s*([%w_%.%-]+)") do
+      if not v:find("^%-?[%d%.]+$") then
+        v = text:match("for%s+" .. v:gsub("%W", "%%%0") .. "%s+in%s*[%[%(]%s*(%-?%d+)")
+      end
+      out[k] = v
+    end
   end
   return out
 end
 
 -- Gives defaults to a kernel's constexpr parameters that lack one; returns the new def text
 -- and the names given.
-local function lift_constexprs(def, config, dropped_text)
+local function lift_constexprs(def, config, dropped_text, consts)
   local open = def:find("(", 1, true)
   local params = open and def:match("^%b()", open)
   if not params then return def, {} end
@@ -113,15 +120,40 @@ local function lift_constexprs(def, config, dropped_text)
   for p in params:sub(2, -2):gmatch("[^,]+") do
     if p:find("%S") then list[#list + 1] = p end
   end
+  -- the launcher's positional arguments: kernel[grid](a, b, 1024)
+  local kname = def:match("^def%s+([%w_]+)")
+  local call = kname and dropped_text:match("%f[%w_]" .. kname .. "%s*%b[]%s*(%b())")
+  local positional = {}
+  if call then -- split at the commas outside brackets
+    local depth, start, inner = 0, 1, call:sub(2, -2) .. ","
+    for i = 1, #inner do
+      local ch = inner:sub(i, i)
+      if ch:find("[%(%[{]") then
+        depth = depth + 1
+      elseif ch:find("[%)%]}]") then
+        depth = depth - 1
+      elseif ch == "," and depth == 0 then
+        local a = inner:sub(start, i - 1)
+        if a:find("^%s*[%w_]+%s*=") then break end -- keywords from here on
+        positional[#positional + 1] = a:match("^%s*(.-)%s*$")
+        start = i + 1
+      end
+    end
+  end
+  local function number(v)
+    if v and v:find("^%-?%d+$") then return v end
+    return v and consts[v] or nil
+  end
   local need_default = false
   for i, p in ipairs(list) do
     local name = p:match("^%s*([%w_]+)%s*:%s*tl%.constexpr%s*$")
     if name then
-      local v = config[name]
+      local v = config[name] or number(positional[i])
       if not v then
         local seen = {}
-        for val in dropped_text:gmatch("[%(,%s]" .. name .. "%s*=%s*(%-?%d+)%f[^%w_%.]") do
-          seen[val] = true
+        for val in dropped_text:gmatch("[%(,%s]" .. name .. "%s*=%s*([%w_%-]+)%f[^%w_%.]") do
+          val = number(val)
+          if val then seen[val] = true end
         end
         local only, count = nil, 0
         for val in pairs(seen) do only, count = val, count + 1 end
@@ -149,7 +181,7 @@ function M.kernel_only(code)
   for line in (code .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   if lines[#lines] == "" then lines[#lines] = nil end
   local stmts = statements(lines)
-  local dropped, dropped_text, config = {}, {}, {}
+  local dropped, dropped_text, config, consts = {}, {}, {}, {}
   for _, s in ipairs(stmts) do
     local first = s.lines[1]
     local text = table.concat(s.lines, "\n")
@@ -187,6 +219,8 @@ function M.kernel_only(code)
       end
       if not (name and (name == "KEVO_LAUNCH" or is_constant(rhs))) then
         s.drop = (first:match("^[%w_%.]+") or "statement") .. " (line " .. s.first .. ")"
+      elseif rhs:find("^%-?%d+%s*$") then
+        consts[name] = rhs:match("^(%-?%d+)")
       end
     end
     if s.drop then dropped[#dropped + 1] = s.drop; dropped_text[#dropped_text + 1] = text end
@@ -230,7 +264,7 @@ function M.kernel_only(code)
         end
       end
       local given
-      def, given = lift_constexprs(def or "", config, all_dropped)
+      def, given = lift_constexprs(def or "", config, all_dropped, consts)
       for _, g in ipairs(given) do lifted[#lifted + 1] = g end
       out[#out + 1] = table.concat(kept, "\n")
       out[#out + 1] = def
