@@ -118,4 +118,7 @@ return {
    want = "launch"},
   {file = "84_triton_autotune_comprehension_positional.md", recipe = "row_sum", lang = "triton",
    want = "launch"},
+  {file = "85_launch_bare_number_arg.md", recipe = "vector_add", want = "launch"},
+  {file = "86_launch_python_syntax.md", recipe = "gelu", want = "feedback",
+   says = {"launch_error", "'}' expected near ':'"}},
 }
