@@ -2,6 +2,9 @@
 -- exit: 1
 -- want: not enough memory
 -- args: --max-evals 6
+-- time: 60
+-- (not the default 10 s: under ASan at load 10 the bomb (1.3 s of CPU) was killed by the
+-- clock at 10.5 s in 2 runs of 2, before it reached the memory cap this case is about)
 return {name = "e27", run = function(ctx)
   local co = coroutine.wrap(function()
     local got = ctx:evaluate(ctx:seed_candidates())
