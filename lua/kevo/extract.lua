@@ -3,7 +3,7 @@
 --   extract.blocks(text)          -> {{lang=, tag=, code=, closed=, line=}, ...} every fenced block
 --   extract.launch(source)        -> the launch chunk inside a source (kevo:launch block) or nil
 --   extract.candidates(reply, {unterminated=false})
---       -> {{lang="cuda"|"triton", source=, launch=, launch_from="inline"|"block", line=,
+--       -> {{lang="cuda"|"triton", source=, launch=, launch_from="inline"|"block"|"earlier", line=,
 --            notes={...}}, ..., skipped = {{line=, reason=}, ...}}
 --        | nil, msg, "E_PARSE"   (the reply was cut by the token limit, or holds no code)
 --   extract.best(reply, lang) -> the candidate kevo evaluates | nil, feedback, "E_PARSE"
@@ -99,6 +99,21 @@ function M.blocks(text)
     open.block.closed = false
     blocks[#blocks + 1] = open.block
   end
+  -- a whole answer wrapped in a ```markdown block: the blocks inside it
+  local flat = {}
+  for _, b in ipairs(blocks) do
+    local wrapper = (b.tag == nil or b.tag == "markdown" or b.tag == "md") and b.closed and
+      (b.code:find("^%s*```+%s*[%w+]") or b.code:find("\n%s*```+%s*[%w+]"))
+    if wrapper then
+      for _, inner in ipairs(M.blocks(b.code)) do
+        inner.line = inner.line + b.line
+        flat[#flat + 1] = inner
+      end
+    else
+      flat[#flat + 1] = b
+    end
+  end
+  blocks = flat
   for _, b in ipairs(blocks) do
     local plain = unescape_html(b.code)
     if plain then b.code, b.html = plain, true end
@@ -276,6 +291,38 @@ local function move_stray_launches(out)
   end
 end
 
+-- Whether candidate c defines kernel `name`.
+local function defines(c, name)
+  local n = name:gsub("%W", "%%%0")
+  if c.lang == "triton" then return c.source:find("\ndef%s+" .. n .. "%s*%(") ~= nil end
+  return c.source:find("%f[%w_]" .. n .. "%s*%(") ~= nil and has_kernel(c)
+end
+
+-- A revision written without its launch ("same launch as before") takes the launch of the
+-- candidate before it when that launch names only kernels the revision defines.
+local function inherit_launches(out)
+  for i, c in ipairs(out) do
+    if not c.launch and has_kernel(c) then
+      for j = i - 1, 1, -1 do
+        local e = out[j]
+        if e.lang == c.lang and e.launch then
+          local names, all = 0, true
+          for name in e.launch:gmatch("name%s*=%s*[\"']([%w_]+)[\"']") do
+            names = names + 1
+            all = all and defines(c, name)
+          end
+          if names > 0 and all then
+            c.launch, c.launch_from = e.launch, "earlier"
+            c.notes[#c.notes + 1] = "took the launch of the block at line " .. e.line ..
+              " (this one has none and defines the kernels it names)"
+          end
+          break
+        end
+      end
+    end
+  end
+end
+
 -- ```json blocks replaced by the code their strings hold.
 local function expand_json(blocks)
   local out = {}
@@ -375,6 +422,7 @@ function M.candidates(reply, opts)
     return nil, "E_PARSE: " .. why .. " in the reply", "E_PARSE"
   end
   move_stray_launches(out)
+  inherit_launches(out)
   out.skipped = skipped
   return out
 end

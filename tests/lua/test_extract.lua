@@ -245,4 +245,13 @@ s = tr.kernel_only("import triton\nimport triton.language as tl\nB = 64\n" ..
 assert(s:find("def k(x, n, C: tl.constexpr = 128, D: tl.constexpr = 64, R: tl.constexpr = 2)",
   1, true), s)
 
+-- an answer wrapped in a ```markdown block; a revision that keeps the launch before it
+pick = assert(extract.best("````markdown\n# Answer\n```cuda\n" ..
+  "extern \"C\" __global__ void m() {}\n```\n````\n", "cuda"))
+assert(pick.source == 'extern "C" __global__ void m() {}', pick.source)
+pick = assert(extract.best("```cuda\nextern \"C\" __global__ void r(int* y) { y[0] = 1; }\n" ..
+  "/* kevo:launch\nreturn {kernels = {{name = \"r\"}}}\n*/\n```\n```cuda\n" ..
+  "extern \"C\" __global__ void r(int* y) { y[0] = 2; }\n```\n", "cuda"))
+assert(pick.source:find("y[0] = 2", 1, true) and pick.launch_from == "earlier", pick.source)
+
 print("extract ok")

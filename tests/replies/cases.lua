@@ -121,4 +121,7 @@ return {
   {file = "85_launch_bare_number_arg.md", recipe = "vector_add", want = "launch"},
   {file = "86_launch_python_syntax.md", recipe = "gelu", want = "feedback",
    says = {"launch_error", "'}' expected near ':'"}},
+  {file = "87_answer_wrapped_in_markdown_block.md", recipe = "softmax", want = "launch"},
+  {file = "88_revision_without_launch.md", recipe = "gelu", want = "launch",
+   source_has = "__expf(-2.f * u)"},
 }
