@@ -61,6 +61,14 @@ local function unescape_html(code)
   return (code:gsub("&(#?[%w]+);", function(e) return ENTITIES[e] end))
 end
 
+-- Whether code has lines only C starts with (#include, __global__, extern "C" at a line's start).
+local function c_lines(code)
+  for _, p in ipairs({"#%s*include%s*[<\"]", "__global__%s", 'extern%s+"C"'}) do
+    if code:find("^%s*" .. p) or code:find("\n%s*" .. p) then return true end
+  end
+  return false
+end
+
 function M.blocks(text)
   assert(type(text) == "string", "extract.blocks: text must be a string")
   local blocks, open = {}, nil
@@ -119,7 +127,15 @@ function M.blocks(text)
     if plain then b.code, b.html = plain, true end
     plain = reply_src.plain_chars(b.code)
     if plain then b.code, b.typographic = plain, true end
-    if not b.lang then b.lang = guess(b.code) end -- untagged, or a tag such as text
+    if not b.lang then
+      b.lang = guess(b.code) -- untagged, or a tag such as text
+    elseif b.lang ~= "python" and (b.code:find("@triton.jit", 1, true) or
+                                   b.code:find("load_inline", 1, true)) and
+           (b.code:find("^%s*import%s") or b.code:find("\nimport%s")) then
+      b.lang, b.retagged = "python", b.tag -- Triton or a ModelNew in a ```cuda fence
+    elseif b.lang == "python" and not looks_python(b.code) and c_lines(b.code) then
+      b.lang, b.retagged = "cuda", b.tag -- CUDA C in a ```python fence
+    end
   end
   return blocks
 end
@@ -254,6 +270,9 @@ local function candidate_of(b, files)
     notes[#notes + 1] = "made " .. b.prose .. " line(s) of prose between the code into comments"
   end
   if b.html then notes[#notes + 1] = "restored HTML-escaped characters (&lt; &gt; &amp; &quot;)" end
+  if b.retagged then
+    notes[#notes + 1] = "read the ```" .. b.retagged .. " block as " .. b.lang .. " (what it holds)"
+  end
   if b.typographic then
     notes[#notes + 1] = "replaced typographic quotes, non-breaking and zero-width spaces"
   end

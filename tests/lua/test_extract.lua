@@ -254,4 +254,11 @@ pick = assert(extract.best("```cuda\nextern \"C\" __global__ void r(int* y) { y[
   "extern \"C\" __global__ void r(int* y) { y[0] = 2; }\n```\n", "cuda"))
 assert(pick.source:find("y[0] = 2", 1, true) and pick.launch_from == "earlier", pick.source)
 
+-- a fence whose tag is not what it holds
+pick = assert(extract.best("```python\nextern \"C\" __global__ void p(int* y) {}\n```\n", "cuda"))
+assert(pick.lang == "cuda" and pick.notes[1]:find("as cuda"), pick.lang)
+pick = assert(extract.best("```cuda\nimport triton\n@triton.jit\ndef t(x):\n    pass\n```\n",
+  "triton"))
+assert(pick.lang == "triton", pick.lang)
+
 print("extract ok")

@@ -124,4 +124,6 @@ return {
   {file = "87_answer_wrapped_in_markdown_block.md", recipe = "softmax", want = "launch"},
   {file = "88_revision_without_launch.md", recipe = "gelu", want = "launch",
    source_has = "__expf(-2.f * u)"},
+  {file = "89_mistagged_fences.md", recipe = "vector_add", want = "launch"},
+  {file = "90_triton_in_cuda_fence.md", recipe = "gelu", lang = "triton", want = "launch"},
 }
