@@ -6,18 +6,22 @@
 --       -> {{lang="cuda"|"triton", source=, launch=, launch_from="inline"|"block"|"earlier", line=,
 --            notes={...}}, ..., skipped = {{line=, reason=}, ...}}
 --        | nil, msg, "E_PARSE"   (the reply was cut by the token limit, or holds no code)
+--       A candidate's `problem`, when set, says why it cannot work as kevo compiles it.
 --   extract.best(reply, lang) -> the candidate kevo evaluates | nil, feedback, "E_PARSE"
 --       lang: the language asked for. Prefers that language, then a candidate with a launch,
 --       then one that defines a kernel; among equals the last (a reply's final version). The
---       feedback says what was wrong and what an answer must look like, for the next prompt.
+--       feedback says what was wrong and what an answer must look like, for the next prompt;
+--       a best candidate with a problem, or followed by a diff that does not apply, gives
+--       feedback too.
 -- `reply` is a reply from kevo.llm (a table with text and truncated) or plain text. A reply cut
 -- by the token limit yields no candidate at all: half a kernel must never be compiled.
 --
 -- Replies as models write them: code in fences or, with no fence at all, the stretch from the
 -- first line of code to the last; a ```python block is Triton when it has @triton.jit, and CUDA
 -- when its strings hold a __global__ kernel (torch's load_inline, cupy); other Python (a usage
--- example) is no candidate. Host code around a kernel is dropped (kevo.extract.cuda,
--- kevo.extract.triton) and a candidate's `notes` say what changed.
+-- example) is no candidate. What wraps the code (a reasoning section, HTML, JSON, a diff, a
+-- header block of the reply) is taken off first (kevo.extract.reply); host code around a kernel
+-- is dropped (kevo.extract.cuda, kevo.extract.triton); a candidate's `notes` say what changed.
 local cuda_src = require "kevo.extract.cuda"
 local triton_src = require "kevo.extract.triton"
 local reply_src = require "kevo.extract.reply"
@@ -358,6 +362,26 @@ local function expand_json(blocks)
   return out
 end
 
+-- The code blocks of a reply's answer (what wraps it taken off: kevo.extract.reply), the blocks
+-- by the file name each says it is, and how many lines of reasoning came before the answer.
+local function reply_blocks(text)
+  local answer, thought = reply_src.strip_thinking(text)
+  answer = reply_src.html_fences(answer)
+  local blocks = M.blocks(answer)
+  if #blocks == 0 then blocks = reply_src.json_blocks(answer) end
+  if #blocks == 0 then blocks = unfenced(answer) end
+  blocks = expand_json(blocks)
+  local files = {}
+  for _, b in ipairs(blocks) do
+    b.line = b.line + thought
+    if b.closed and b.code then
+      local name = reply_src.file_name(b)
+      if name then files[name] = b end
+    end
+  end
+  return blocks, files, thought
+end
+
 function M.candidates(reply, opts)
   opts = opts or {}
   for k in pairs(opts) do
@@ -373,20 +397,7 @@ function M.candidates(reply, opts)
   end
   if type(text) ~= "string" then error("extract.candidates: reply must be a reply or text", 2) end
   local out, skipped, waiting = {}, {}, nil
-  local answer, thought = reply_src.strip_thinking(text)
-  answer = reply_src.html_fences(answer)
-  local blocks = M.blocks(answer)
-  if #blocks == 0 then blocks = reply_src.json_blocks(answer) end
-  if #blocks == 0 then blocks = unfenced(answer) end
-  blocks = expand_json(blocks)
-  local files = {}
-  for _, b in ipairs(blocks) do
-    b.line = b.line + thought
-    if b.closed and b.code then
-      local name = reply_src.file_name(b)
-      if name then files[name] = b end
-    end
-  end
+  local blocks, files, thought = reply_blocks(text)
   local last_code -- the last block that made a candidate, as written (a diff applies to it)
   -- a diff block: the block before it with the diff applied, or nil (and why, in skipped)
   local function patch(d)
