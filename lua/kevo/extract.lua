@@ -346,6 +346,40 @@ local function inherit_launches(out)
   end
 end
 
+-- A CUDA kernel that calls __device__ helpers written in an earlier block of the reply ("first,
+-- the helpers: ...; now the kernel: ...") gets that block put before it: kevo compiles one file.
+local function join_helper_blocks(out)
+  for i, c in ipairs(out) do
+    if c.lang == "cuda" and has_kernel(c) then
+      local joined = {}
+      for j = 1, i - 1 do
+        local h = out[j]
+        if h.lang == "cuda" and not has_kernel(h) then
+          for name in h.source:gmatch("__device__[^;{(]-([%w_]+)%s*%(") do
+            local n = name:gsub("%W", "%%%0")
+            if c.source:find("%f[%w_]" .. n .. "%s*%(") and
+               not c.source:find("__device__[^;{(]-%f[%w_]" .. n .. "%s*%(") then
+              joined[#joined + 1] = h
+              break
+            end
+          end
+        end
+      end
+      if #joined > 0 then
+        local parts, lines = {}, {}
+        for _, h in ipairs(joined) do
+          parts[#parts + 1] = h.source
+          lines[#lines + 1] = tostring(h.line)
+        end
+        parts[#parts + 1] = c.source
+        c.source = table.concat(parts, "\n\n")
+        c.notes[#c.notes + 1] = "put the __device__ helpers of the block(s) at line " ..
+          table.concat(lines, ", ") .. " before the kernel (kevo compiles one file)"
+      end
+    end
+  end
+end
+
 -- ```json blocks replaced by the code their strings hold.
 local function expand_json(blocks)
   local out = {}
@@ -453,6 +487,7 @@ function M.candidates(reply, opts)
   end
   move_stray_launches(out)
   inherit_launches(out)
+  join_helper_blocks(out)
   out.skipped = skipped
   return out
 end

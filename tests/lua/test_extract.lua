@@ -261,4 +261,11 @@ pick = assert(extract.best("```cuda\nimport triton\n@triton.jit\ndef t(x):\n    
   "triton"))
 assert(pick.lang == "triton", pick.lang)
 
+-- __device__ helpers in an earlier block are put before the kernel that calls them
+pick = assert(extract.best("```cuda\n__device__ int two() { return 2; }\n```\n```cuda\n" ..
+  "extern \"C\" __global__ void u(int* y) { y[0] = two(); }\n```\n", "cuda"))
+assert(pick.source:find("__device__ int two", 1, true) and
+  pick.source:find("__device__ int two", 1, true) < pick.source:find("void u", 1, true),
+  pick.source)
+
 print("extract ok")

@@ -126,4 +126,5 @@ return {
    source_has = "__expf(-2.f * u)"},
   {file = "89_mistagged_fences.md", recipe = "vector_add", want = "launch"},
   {file = "90_triton_in_cuda_fence.md", recipe = "gelu", lang = "triton", want = "launch"},
+  {file = "91_helpers_in_an_earlier_block.md", recipe = "log_softmax", want = "launch"},
 }
