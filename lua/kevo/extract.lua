@@ -346,22 +346,32 @@ local function inherit_launches(out)
   end
 end
 
--- A CUDA kernel that calls __device__ helpers written in an earlier block of the reply ("first,
--- the helpers: ...; now the kernel: ...") gets that block put before it: kevo compiles one file.
+-- A kernel that calls helpers (__device__ functions, Triton jit functions) written in an earlier
+-- block of the reply ("first, the helpers: ...; now the kernel: ...") gets that block put before
+-- it: kevo compiles one file.
+local HELPER = {cuda = "__device__[^;{(]-([%w_]+)%s*%(", triton = "\n%s*def%s+([%w_]+)%s*%("}
+
 local function join_helper_blocks(out)
   for i, c in ipairs(out) do
-    if c.lang == "cuda" and has_kernel(c) then
+    if has_kernel(c) then
       local joined = {}
       for j = 1, i - 1 do
         local h = out[j]
-        if h.lang == "cuda" and not has_kernel(h) then
-          for name in h.source:gmatch("__device__[^;{(]-([%w_]+)%s*%(") do
-            local n = name:gsub("%W", "%%%0")
-            if c.source:find("%f[%w_]" .. n .. "%s*%(") and
-               not c.source:find("__device__[^;{(]-%f[%w_]" .. n .. "%s*%(") then
-              joined[#joined + 1] = h
-              break
-            end
+        -- CUDA: a block of helpers only; Triton (helpers are @triton.jit too): one without a
+        -- launch that defines nothing the kernel's block defines again
+        local helpers = h.lang == c.lang and
+          (c.lang == "cuda" and not has_kernel(h) or c.lang == "triton" and not h.launch)
+        if helpers and c.lang == "triton" then
+          for name in ("\n" .. h.source):gmatch(HELPER.triton) do
+            if defines(c, name) then helpers = false end
+          end
+        end
+        for name in helpers and ("\n" .. h.source):gmatch(HELPER[c.lang]) or function() end do
+          local n = name:gsub("%W", "%%%0")
+          local own = c.lang == "cuda" and c.source:find("__device__[^;{(]-%f[%w_]" .. n .. "%s*%(")
+          if c.source:find("%f[%w_]" .. n .. "%s*%(") and not own then
+            joined[#joined + 1] = h
+            break
           end
         end
       end
@@ -371,9 +381,19 @@ local function join_helper_blocks(out)
           parts[#parts + 1] = h.source
           lines[#lines + 1] = tostring(h.line)
         end
-        parts[#parts + 1] = c.source
+        local own = c.source
+        if c.lang == "triton" then -- the sandbox binds a name once: the helpers' imports serve
+          local seen = {}
+          for line in table.concat(parts, "\n"):gmatch("[^\n]+") do
+            if line:find("^import%s") or line:find("^from%s") then seen[line] = true end
+          end
+          own = own:gsub("[^\n]+\n?", function(line)
+            if seen[(line:gsub("\n$", ""))] then return "" end
+          end)
+        end
+        parts[#parts + 1] = own
         c.source = table.concat(parts, "\n\n")
-        c.notes[#c.notes + 1] = "put the __device__ helpers of the block(s) at line " ..
+        c.notes[#c.notes + 1] = "put the helpers of the block(s) at line " ..
           table.concat(lines, ", ") .. " before the kernel (kevo compiles one file)"
       end
     end

@@ -127,4 +127,6 @@ return {
   {file = "89_mistagged_fences.md", recipe = "vector_add", want = "launch"},
   {file = "90_triton_in_cuda_fence.md", recipe = "gelu", lang = "triton", want = "launch"},
   {file = "91_helpers_in_an_earlier_block.md", recipe = "log_softmax", want = "launch"},
+  {file = "92_triton_helpers_in_an_earlier_block.md", recipe = "gelu", lang = "triton",
+   want = "launch"},
 }
