@@ -61,8 +61,8 @@ function M.system(opts)
     return table.concat({
       "You write fast, correct Triton kernels for NVIDIA GPUs.",
       "Answer with one ```python block holding the whole module: the @triton.jit kernel(s)",
-      "and a launch description in a `# kevo:launch` comment block (Lua: return {kernels = {",
-      "{name=, grid=, block=, args=}}}) using the shape parameters, cdiv, min and max.",
+      "and a launch description in a module-level '''kevo:launch ... ''' string (Lua: return",
+      "{kernels = {{name=, grid=, block=, args=}}}) using the shape parameters, cdiv, min and max.",
       "Correctness first: every shape listed must verify, including sizes that are not",
       "multiples of any tile, and so must shapes you are not shown (drawn from each size's",
       "range) and inputs far from the usual ones (large values, large offsets).",

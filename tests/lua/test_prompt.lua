@@ -39,6 +39,10 @@ assert(f:find("Fix the problem", 1, true) and f:find("Result: wrong at stage ver
 f = prompt.followup{result = {ok = true, verdict = "ok", stage = "done", bench = {median_ms = 1}}}
 assert(f:find("faster", 1, true))
 assert(prompt.system{lang = "triton"}:find("@triton.jit", 1, true))
+-- the launch form the prompt asks for is the one every path reads, kevo eval's C reader too
+-- (it refuses `# kevo:launch` comment lines; kevo.extract takes them from replies that use them)
+assert(prompt.system{lang = "triton"}:find("'''kevo:launch", 1, true))
+assert(not prompt.system{lang = "triton"}:find("# kevo:launch", 1, true))
 assert(prompt.feedback(nil) == "(no evaluation result)")
 -- a long compile log is clipped, not pasted whole
 local long = prompt.feedback{verdict = "compile_error", stage = "compile",
