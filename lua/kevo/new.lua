@@ -13,6 +13,7 @@
 local cu = require "kevo.new.cusource"
 local lc = require "kevo.new.launchcheck"
 local recipe = require "kevo.recipe"
+local textsplit = require "kevo.textsplit"
 
 local M = {}
 
@@ -41,17 +42,7 @@ local function bad(fmt, ...)
 end
 
 local function split_top(s, sep)
-  local items, depth, start = {}, 0, 1
-  for i = 1, #s do
-    local c = s:sub(i, i)
-    if c == "(" or c == "[" then depth = depth + 1
-    elseif c == ")" or c == "]" then depth = depth - 1
-    elseif c == sep and depth == 0 then
-      items[#items + 1] = s:sub(start, i - 1)
-      start = i + 1
-    end
-  end
-  items[#items + 1] = s:sub(start)
+  local items = textsplit.top(s, sep, "([")
   for i, v in ipairs(items) do items[i] = v:match("^%s*(.-)%s*$") end
   return items
 end

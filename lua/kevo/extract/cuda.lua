@@ -26,6 +26,8 @@
 --       call's arguments ("...".format(B=256), or src.format(...) on the name it is bound to).
 -- A reader for code as models write it, not a C++ parser: a top-level item ends at a `;` or at
 -- the `}` that closes a function body; comments and string literals are skipped.
+local textsplit = require "kevo.textsplit"
+
 local M = {}
 
 local HOST_INCLUDE_DIRS = {"torch/", "ATen/", "c10/", "pybind11/"}
@@ -193,20 +195,7 @@ end
 
 -- Splits a list at its top-level commas (none inside (), <>, [] or {}).
 local function split_commas(list)
-  local out, depth, start = {}, 0, 1
-  for i = 1, #list do
-    local ch = list:sub(i, i)
-    if ch:find("[%(<%[{]") then
-      depth = depth + 1
-    elseif ch:find("[%)>%]}]") then
-      depth = depth - 1
-    elseif ch == "," and depth == 0 then
-      out[#out + 1] = list:sub(start, i - 1)
-      start = i + 1
-    end
-  end
-  out[#out + 1] = list:sub(start)
-  return out
+  return textsplit.top(list, ",", "(<[{")
 end
 
 -- The one set of template arguments the dropped host code launches template kernel `name`

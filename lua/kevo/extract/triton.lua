@@ -18,6 +18,8 @@
 --       @triton.heuristics gives a value), for the model; nil when none.
 -- A reader of top-level statements by indentation, brackets and triple-quoted strings, not a
 -- Python parser.
+local textsplit = require "kevo.textsplit"
+
 local M = {}
 
 -- Statements at column 0 of code: {first = line index, lines = {...}}.
@@ -124,20 +126,10 @@ local function lift_constexprs(def, config, dropped_text, consts)
   local kname = def:match("^def%s+([%w_]+)")
   local call = kname and dropped_text:match("%f[%w_]" .. kname .. "%s*%b[]%s*(%b())")
   local positional = {}
-  if call then -- split at the commas outside brackets
-    local depth, start, inner = 0, 1, call:sub(2, -2) .. ","
-    for i = 1, #inner do
-      local ch = inner:sub(i, i)
-      if ch:find("[%(%[{]") then
-        depth = depth + 1
-      elseif ch:find("[%)%]}]") then
-        depth = depth - 1
-      elseif ch == "," and depth == 0 then
-        local a = inner:sub(start, i - 1)
-        if a:find("^%s*[%w_]+%s*=") then break end -- keywords from here on
-        positional[#positional + 1] = a:match("^%s*(.-)%s*$")
-        start = i + 1
-      end
+  if call then
+    for _, a in ipairs(textsplit.top(call:sub(2, -2), ",", "([{")) do
+      if a:find("^%s*[%w_]+%s*=") then break end -- keywords from here on
+      positional[#positional + 1] = a:match("^%s*(.-)%s*$")
     end
   end
   local function number(v)

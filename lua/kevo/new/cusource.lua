@@ -10,6 +10,8 @@
 --                        or nil, msg
 --   cu.knobs(src)    --> {{name =, default = "256", value = 256|"word"|nil, line =}, ...}
 --   cu.launch(src)   --> text, line | nil (no block) | nil, msg (a block never closed)
+local textsplit = require "kevo.textsplit"
+
 local M = {}
 
 -- Element types of tensors (pointer parameters) kevo has dtypes for; the spelling is normalized
@@ -127,18 +129,7 @@ end
 
 -- Splits a parameter list at top-level commas.
 local function split_params(list)
-  local items, depth, start = {}, 0, 1
-  for i = 1, #list do
-    local c = list:sub(i, i)
-    if c == "(" or c == "<" or c == "[" then depth = depth + 1
-    elseif c == ")" or c == ">" or c == "]" then depth = depth - 1
-    elseif c == "," and depth == 0 then
-      items[#items + 1] = list:sub(start, i - 1)
-      start = i + 1
-    end
-  end
-  items[#items + 1] = list:sub(start)
-  return items
+  return textsplit.top(list, ",", "(<[")
 end
 
 -- Every `__global__` kernel of src, in order. A kernel outside extern "C" is listed with
