@@ -297,18 +297,23 @@ local function has_kernel(c)
   return c.source:find("__global__", 1, true) ~= nil
 end
 
+-- The nearest candidate before out[i] in its language for which pred holds, or nil.
+local function nearest_before(out, i, pred)
+  for j = i - 1, 1, -1 do
+    if out[j].lang == out[i].lang and pred(out[j]) then return out[j] end
+  end
+  return nil
+end
+
 -- A launch that came with code defining no kernel (a block of its own in the kernel's language,
 -- or a ```lua block after a host wrapper) belongs to the kernel before it that has none.
 local function move_stray_launches(out)
   for i, c in ipairs(out) do
     if c.launch and not has_kernel(c) then
-      for j = i - 1, 1, -1 do
-        local k = out[j]
-        if k.lang == c.lang and has_kernel(k) and not k.launch then
-          k.launch, k.launch_from, c.launch = c.launch, "block", nil
-          k.notes[#k.notes + 1] = "took the launch from the block at line " .. c.line
-          break
-        end
+      local k = nearest_before(out, i, function(e) return has_kernel(e) and not e.launch end)
+      if k then
+        k.launch, k.launch_from, c.launch = c.launch, "block", nil
+        k.notes[#k.notes + 1] = "took the launch from the block at line " .. c.line
       end
     end
   end
@@ -325,22 +330,18 @@ end
 -- candidate before it when that launch names only kernels the revision defines.
 local function inherit_launches(out)
   for i, c in ipairs(out) do
-    if not c.launch and has_kernel(c) then
-      for j = i - 1, 1, -1 do
-        local e = out[j]
-        if e.lang == c.lang and e.launch then
-          local names, all = 0, true
-          for name in e.launch:gmatch("name%s*=%s*[\"']([%w_]+)[\"']") do
-            names = names + 1
-            all = all and defines(c, name)
-          end
-          if names > 0 and all then
-            c.launch, c.launch_from = e.launch, "earlier"
-            c.notes[#c.notes + 1] = "took the launch of the block at line " .. e.line ..
-              " (this one has none and defines the kernels it names)"
-          end
-          break
-        end
+    local e = not c.launch and has_kernel(c) and
+              nearest_before(out, i, function(x) return x.launch ~= nil end)
+    if e then
+      local names, all = 0, true
+      for name in e.launch:gmatch("name%s*=%s*[\"']([%w_]+)[\"']") do
+        names = names + 1
+        all = all and defines(c, name)
+      end
+      if names > 0 and all then
+        c.launch, c.launch_from = e.launch, "earlier"
+        c.notes[#c.notes + 1] = "took the launch of the block at line " .. e.line ..
+          " (this one has none and defines the kernels it names)"
       end
     end
   end
